@@ -1,0 +1,83 @@
+"""Composition roots: what a worker process or a producer process builds when it starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dramatiq
+import psycopg
+from dramatiq.middleware import TimeLimit
+
+from .broker import FleetRedisBroker, build_broker
+from .config import Settings, get_settings
+from .jobs import catalog
+from .jobs.run_writer import RunWriter
+from .middleware.heartbeat import Heartbeat
+from .middleware.log_context import LogContext
+from .middleware.metrics import Metrics
+from .middleware.process_services import ProcessServices
+from .middleware.tracking import Tracking
+from .observability import probes
+from .observability.health import HealthServer
+from .observability.logging import configure_logging
+from .observability.metrics import ScrapeCollector
+from .runtime import Runtime, set_runtime
+
+
+def health_server(settings: Settings, service: str, client: Any, queues: list[str]) -> HealthServer | None:
+    if not settings.health_port:
+        return None
+
+    def sample() -> dict[str, dict[Any, float]]:
+        return {
+            "depth": probes.queue_depths(client, settings, queues),  # type: ignore[dict-item]
+            "outbox": {"pending": probes.outbox_pending(settings)},
+        }
+
+    return HealthServer(
+        host=settings.health_host,
+        port=settings.health_port,
+        service=service,
+        checks={"redis": probes.redis_check(client), "postgres": probes.postgres_check(settings.database_dsn)},
+        metrics_token=settings.metrics_token,
+        collector=ScrapeCollector(sample),
+    )
+
+
+def boot_worker(domain: str, *, settings: Settings | None = None) -> FleetRedisBroker:
+    """Build the broker of a worker process, install it globally and return it.
+
+    Called on import of `workers.<domain>` (Dramatiq's CLI imports the module to find the
+    broker and actors); nothing connects until the worker boots.
+    """
+    settings = settings or get_settings()
+    service = f"worker-{domain}"
+    configure_logging(level=settings.log_level, fmt=settings.log_format, process=service)
+    broker = worker_broker(settings, service)
+    dramatiq.set_broker(broker)
+    set_runtime(Runtime(settings, broker=broker))
+    return broker
+
+
+def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
+    """A broker with the fleet's worker middleware (tracking, retries, heartbeat, metrics)."""
+    writer = RunWriter(
+        lambda: psycopg.connect(settings.database_dsn, autocommit=True, connect_timeout=5),
+        max_batch=settings.tracking_batch_max,
+    )
+    broker = build_broker(settings)
+    services = ProcessServices(
+        service=service,
+        make_server=lambda: health_server(settings, service, broker.client, sorted(catalog.QUEUES)),
+        on_stop=writer.close,
+    )
+    for middleware in (
+        LogContext(),
+        Metrics(),
+        TimeLimit(time_limit=settings.default_time_limit_ms),
+        Tracking(settings, writer),
+        Heartbeat(interval_ms=settings.heartbeat_interval_ms),
+        services,
+    ):
+        broker.add_middleware(middleware)
+    return broker

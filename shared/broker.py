@@ -1,0 +1,50 @@
+"""The Redis broker, tuned so that a dead worker's messages come back within seconds.
+
+Stock Dramatiq runs queue maintenance (requeueing the unacked messages of dead workers) on a
+random 0.1 % of commands and declares a worker dead after 60 s of silence: measured here, a
+SIGKILLed worker's message came back after 1,021 s. Here maintenance runs only when asked, and
+`middleware.heartbeat` asks every `heartbeat_interval_ms` for every queue, while also beating
+the worker's heartbeat even when all its threads are busy with long jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dramatiq
+import redis
+from dramatiq.brokers.redis import RedisBroker
+
+from .config import Settings
+
+
+class FleetRedisBroker(RedisBroker):
+    def _should_do_maintenance(self, command: str) -> int:
+        # `qsize` is only issued by the heartbeat thread and the metrics collector.
+        return int(command == "qsize")
+
+    def maintain(self, queue_name: str) -> int:
+        """Beat this worker's heartbeat, requeue dead workers' messages; returns the queue size."""
+        return int(self.do_qsize(queue_name))
+
+
+def redis_client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(
+        url,
+        socket_connect_timeout=2,
+        socket_timeout=10,
+        socket_keepalive=True,
+        health_check_interval=15,
+        retry_on_timeout=True,
+    )
+
+
+def build_broker(
+    settings: Settings, *, middleware: Sequence[dramatiq.Middleware] = ()
+) -> FleetRedisBroker:
+    return FleetRedisBroker(
+        client=redis_client(settings.redis_url),
+        namespace=settings.broker_namespace,
+        heartbeat_timeout=settings.heartbeat_timeout_ms,
+        middleware=list(middleware),
+    )

@@ -1,0 +1,166 @@
+"""The payload base class and the versioned contract of one job.
+
+A payload is a frozen pydantic model that forbids unknown fields and carries a literal version
+`v` and the tenant `org_id`. A `Contract` lists every version a worker still accepts and the
+upgrade functions between consecutive versions, so a handler only ever sees the newest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+
+from ..errors import InvalidPayload, PayloadError
+
+#: The org of system jobs that act for no single tenant (DESIGN §2).
+SYSTEM_ORG = UUID(int=0)
+
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
+def _no_crlf(value: str) -> str:
+    if "\r" in value or "\n" in value:
+        raise ValueError("must not contain CR or LF")
+    return value
+
+
+#: A single-line string: header injection (CR/LF) is rejected by the contract.
+SingleLine = Annotated[str, AfterValidator(_no_crlf)]
+
+
+def _checksum_address(value: str) -> str:
+    if not _ADDRESS.match(value):
+        raise ValueError("must be a 0x-prefixed 20-byte hex address")
+    from ..chain.address import to_checksum_address
+
+    return to_checksum_address(value)
+
+
+#: An EVM address, normalised to its EIP-55 checksum form.
+Address = Annotated[str, AfterValidator(_checksum_address)]
+
+
+class Payload(BaseModel):
+    """Base of every job payload. Subclasses set `v: Literal[n]`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    v: int
+    org_id: UUID
+
+    #: Fields that identify the work, hashed into the job id; None means every field but `v`.
+    stable_fields: ClassVar[tuple[str, ...] | None] = None
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready form carried by the message."""
+        return self.model_dump(mode="json")
+
+    def stable_part(self) -> dict[str, Any]:
+        data = self.wire()
+        data.pop("v", None)
+        if self.stable_fields is not None:
+            data = {k: data[k] for k in self.stable_fields}
+        return data
+
+
+P = TypeVar("P", bound=Payload)
+Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Contract(Generic[P]):
+    """Every accepted version of one job's payload, oldest first, and the upgrades between."""
+
+    job_name: str
+    versions: tuple[type[Payload], ...]
+    #: upgrades[n] turns a valid version-n dict into a version-(n+1) dict.
+    upgrades: Mapping[int, Upgrade] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        numbers = [self.version_of(model) for model in self.versions]
+        if numbers != sorted(numbers) or len(set(numbers)) != len(numbers):
+            raise ValueError(f"{self.job_name}: versions must be unique and ascending")
+        for n in numbers[:-1]:
+            if n not in self.upgrades:
+                raise ValueError(f"{self.job_name}: no upgrade from v{n}")
+
+    @staticmethod
+    def version_of(model: type[Payload]) -> int:
+        default = model.model_fields["v"].default
+        if not isinstance(default, int):
+            raise TypeError(f"{model.__name__} must declare `v: Literal[n] = n`")
+        return default
+
+    @property
+    def latest(self) -> type[P]:
+        return self.versions[-1]  # type: ignore[return-value]
+
+    @property
+    def by_version(self) -> dict[int, type[Payload]]:
+        return {self.version_of(m): m for m in self.versions}
+
+    def build(self, payload: Payload | Mapping[str, Any]) -> P:
+        """Producer side: validate and upgrade; errors raise `PayloadError` with field paths."""
+        if isinstance(payload, Payload):
+            if type(payload) not in self.versions:
+                raise PayloadError(
+                    self.job_name,
+                    [{"loc": (), "msg": f"{type(payload).__name__} is not a payload of this job"}],
+                )
+            payload = payload.wire()
+        data = dict(payload)
+        data.setdefault("v", self.version_of(self.latest))
+        try:
+            return self._upgrade(data)
+        except ValidationError as exc:
+            raise PayloadError(self.job_name, _errors(exc)) from None
+        except _UnknownVersion as exc:
+            raise PayloadError(self.job_name, [{"loc": ("v",), "msg": str(exc)}]) from None
+
+    def parse(self, data: Any) -> P:
+        """Worker side: any invalid or unknown payload is a permanent `InvalidPayload`."""
+        if not isinstance(data, Mapping):
+            raise InvalidPayload(f"{self.job_name}: payload must be an object, got {type(data).__name__}")
+        try:
+            return self._upgrade(dict(data))
+        except ValidationError as exc:
+            details = "; ".join(f"{_loc(e)}: {e['msg']}" for e in _errors(exc))
+            raise InvalidPayload(f"{self.job_name}: {details}") from None
+        except _UnknownVersion as exc:
+            raise InvalidPayload(f"{self.job_name}: {exc}") from None
+
+    def _upgrade(self, data: dict[str, Any]) -> P:
+        models = self.by_version
+        version = data.get("v")
+        if not isinstance(version, int) or isinstance(version, bool) or version not in models:
+            raise _UnknownVersion(f"unknown version {version!r}; accepted: {sorted(models)}")
+        model = models[version].model_validate(data)
+        latest = self.version_of(self.latest)
+        while version < latest:
+            data = self.upgrades[version](model.wire())
+            version += 1
+            model = models[version].model_validate(data)
+        return model  # type: ignore[return-value]
+
+    def json_schemas(self) -> dict[int, dict[str, Any]]:
+        return {n: m.model_json_schema(mode="validation") for n, m in self.by_version.items()}
+
+
+class _UnknownVersion(Exception):
+    pass
+
+
+def _errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": tuple(e["loc"]), "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors(include_url=False, include_input=False)
+    ]
+
+
+def _loc(error: Mapping[str, Any]) -> str:
+    return ".".join(str(p) for p in error.get("loc", ())) or "<payload>"

@@ -1,0 +1,139 @@
+"""Kernel tables (DESIGN §4). Domain tables live with their workers' migrations."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+RUN_STATUSES = ("QUEUED", "RUNNING", "COMPLETED", "FAILED", "DEAD", "CANCELED")
+OUTBOX_STATUSES = ("PENDING", "PUBLISHED", "FAILED")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class JobRun(Base):
+    """One job id's life: the source of truth for dedup, status and the dead-letter queue."""
+
+    __tablename__ = "job_runs"
+
+    id: Mapped[uuid.UUID] = mapped_column(
+        UUID, primary_key=True, default=uuid.uuid4, server_default=func.gen_random_uuid()
+    )
+    org_id: Mapped[uuid.UUID] = mapped_column(UUID, nullable=False)
+    job_name: Mapped[str] = mapped_column(String(100), nullable=False)
+    job_id: Mapped[str] = mapped_column(Text, nullable=False, unique=True)
+    queue: Mapped[str] = mapped_column(String(100), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    entity_type: Mapped[str | None] = mapped_column(String(100))
+    entity_id: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    result: Mapped[Any | None] = mapped_column(JSONB)
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    max_attempts: Mapped[int | None] = mapped_column(Integer)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    checkpoint: Mapped[Any | None] = mapped_column(JSONB)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    request_id: Mapped[str | None] = mapped_column(String(200))
+    message_id: Mapped[str | None] = mapped_column(String(64))
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    next_retry_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    replayed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    replayed_by: Mapped[str | None] = mapped_column(String(200))
+    replay_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+
+    __table_args__ = (
+        Index("ix_job_runs_org_status", "org_id", "status", "queued_at"),
+        Index("ix_job_runs_status_queue", "status", "queue"),
+        Index("ix_job_runs_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
+        Index("ix_job_runs_entity", "entity_type", "entity_id"),
+    )
+
+
+class JobReplay(Base):
+    """Audit of operator replays: who replayed which dead job, when, and the error it had."""
+
+    __tablename__ = "job_replays"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(Text, nullable=False, index=True)
+    replayed_by: Mapped[str] = mapped_column(String(200), nullable=False)
+    replayed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    previous_error_code: Mapped[str | None] = mapped_column(String(64))
+    previous_error: Mapped[str | None] = mapped_column(Text)
+    previous_attempt: Mapped[int | None] = mapped_column(Integer)
+
+
+class OutboxEvent(Base):
+    """A job to publish once the producer's transaction commits (transactional outbox)."""
+
+    __tablename__ = "outbox_events"
+
+    id: Mapped[uuid.UUID] = mapped_column(
+        UUID, primary_key=True, default=uuid.uuid4, server_default=func.gen_random_uuid()
+    )
+    org_id: Mapped[uuid.UUID] = mapped_column(UUID, nullable=False)
+    type: Mapped[str] = mapped_column(String(100), nullable=False)
+    job_name: Mapped[str] = mapped_column(String(100), nullable=False)
+    job_id: Mapped[str] = mapped_column(Text, nullable=False)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    request_id: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="PENDING")
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    locked_by: Mapped[str | None] = mapped_column(String(200))
+    locked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        Index("ix_outbox_events_pending", "next_attempt_at", postgresql_where=text("status = 'PENDING'")),
+    )
+
+
+class FileObject(Base):
+    """A stored artefact (export, uploaded document) and where it lives."""
+
+    __tablename__ = "file_objects"
+
+    id: Mapped[uuid.UUID] = mapped_column(
+        UUID, primary_key=True, default=uuid.uuid4, server_default=func.gen_random_uuid()
+    )
+    org_id: Mapped[uuid.UUID] = mapped_column(UUID, nullable=False, index=True)
+    provider: Mapped[str] = mapped_column(String(16), nullable=False)
+    bucket: Mapped[str | None] = mapped_column(String(255))
+    key: Mapped[str] = mapped_column(Text, nullable=False)
+    content_type: Mapped[str] = mapped_column(String(255), nullable=False)
+    size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

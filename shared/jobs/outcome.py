@@ -1,0 +1,104 @@
+"""What happens to a run after an attempt: a pure function of the attempt and its exception."""
+
+from __future__ import annotations
+
+import json
+import random
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from dramatiq.errors import ActorNotFound
+from dramatiq.middleware.time_limit import TimeLimitExceeded
+
+from ..config import RetryPolicy
+from ..errors import AlreadyDone, JobCanceled, PermanentError, RetryLater
+
+#: Longest error text kept on a run (message + the tail of the traceback).
+ERROR_MAX_CHARS = 4_000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # COMPLETED | FAILED | DEAD | CANCELED | QUEUED
+    result: Any = None
+    error_code: str | None = None
+    error: str | None = None
+    #: Enqueue the message again after this many ms (FAILED: retry; QUEUED: not an attempt).
+    requeue_delay_ms: int | None = None
+    next_attempt: int | None = None
+
+    def next_retry_at(self, now: datetime) -> datetime | None:
+        if self.requeue_delay_ms is None:
+            return None
+        return now + timedelta(milliseconds=self.requeue_delay_ms)
+
+
+def backoff_ms(policy: RetryPolicy, attempt: int, rng: random.Random) -> int:
+    """Exponential from `min_backoff_ms` (attempt 1 → min), +0–25 % jitter, capped."""
+    base = min(policy.max_backoff_ms, policy.min_backoff_ms * 2 ** max(0, attempt - 1))
+    return int(min(policy.max_backoff_ms, base + rng.uniform(0, base * 0.25)))
+
+
+def decide(
+    *,
+    attempt: int,
+    policy: RetryPolicy,
+    result: Any = None,
+    exception: BaseException | None = None,
+    rng: random.Random,
+    result_max_bytes: int = 8_192,
+) -> Outcome:
+    if exception is None:
+        return Outcome("COMPLETED", result=_small(result, result_max_bytes))
+    if isinstance(exception, AlreadyDone):
+        return Outcome("COMPLETED", result={"already_done": str(exception)})
+    if isinstance(exception, RetryLater):
+        return Outcome(
+            "QUEUED",
+            error_code=exception.code,
+            error=str(exception),
+            requeue_delay_ms=exception.delay_ms,
+            next_attempt=attempt,
+        )
+    if isinstance(exception, JobCanceled):
+        return Outcome("CANCELED", error_code=exception.code, error=str(exception))
+    if isinstance(exception, PermanentError):
+        return Outcome("DEAD", error_code=exception.code, error=describe(exception))
+    if isinstance(exception, ActorNotFound):
+        return Outcome("DEAD", error_code="UNKNOWN_JOB", error=f"no handler for {exception}")
+    code = "TIMEOUT" if isinstance(exception, TimeLimitExceeded) else type(exception).__name__.upper()
+    if attempt >= policy.max_attempts:
+        return Outcome(
+            "DEAD",
+            error_code=code,
+            error=f"attempts exhausted ({attempt}/{policy.max_attempts}): {describe(exception)}",
+        )
+    return Outcome(
+        "FAILED",
+        error_code=code,
+        error=describe(exception),
+        requeue_delay_ms=backoff_ms(policy, attempt, rng),
+        next_attempt=attempt + 1,
+    )
+
+
+def describe(exception: BaseException) -> str:
+    """`Type: message` and the last frames: enough to explain a failure, bounded in size."""
+    head = f"{type(exception).__name__}: {exception}"
+    frames = traceback.format_tb(exception.__traceback__)[-3:]
+    text = head + ("\n" + "".join(frames) if frames else "")
+    return text[:ERROR_MAX_CHARS]
+
+
+def _small(result: Any, limit: int) -> Any:
+    if result is None:
+        return None
+    try:
+        encoded = json.dumps(result, default=str)
+    except (TypeError, ValueError):
+        return {"repr": repr(result)[:200]}
+    if len(encoded) > limit:
+        return {"truncated": True, "size": len(encoded)}
+    return json.loads(encoded)

@@ -1,0 +1,64 @@
+"""`JobSpec`: a job declared in the kernel (name, queue, contract, policy) that any producer can
+send without importing the worker that implements it; the worker binds its handler to it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..config import RetryPolicy
+from ..contracts.base import Contract, Payload
+from .ids import stable_job_id
+
+if TYPE_CHECKING:
+    from .send import SendResult
+
+P = TypeVar("P", bound=Payload)
+
+
+def _entity_id(payload: Payload) -> str:
+    return str(getattr(payload, "entity_id", "") or getattr(payload, "slot", "") or "")
+
+
+@dataclass(frozen=True)
+class JobSpec(Generic[P]):
+    contract: Contract[P]
+    queue: str
+    entity_type: str | None = None
+    #: Custom job id (chain actions); the default is DESIGN §2's stable id.
+    custom_id: Callable[[P], str] | None = None
+    #: Time limit of one attempt; None takes `default_time_limit_ms`.
+    time_limit_ms: int | None = None
+    #: Overrides the queue's retry policy from settings.
+    retry: RetryPolicy | None = None
+
+    @property
+    def name(self) -> str:
+        return self.contract.job_name
+
+    def build(self, payload: P | Mapping[str, Any]) -> P:
+        return self.contract.build(payload)
+
+    def entity_id(self, payload: P) -> str:
+        return _entity_id(payload)
+
+    def job_id(self, payload: P) -> str:
+        if self.custom_id is not None:
+            return self.custom_id(payload)
+        return stable_job_id(payload.org_id, self.name, self.entity_id(payload), payload.stable_part())
+
+    def send(
+        self,
+        payload: P | Mapping[str, Any],
+        *,
+        request_id: str | None = None,
+        delay_ms: int | None = None,
+    ) -> SendResult:
+        """Validate, derive the job id, deduplicate, record QUEUED and enqueue."""
+        from ..runtime import get_runtime
+
+        return get_runtime().sender.send(self, payload, request_id=request_id, delay_ms=delay_ms)
+
+    def __repr__(self) -> str:
+        return f"JobSpec({self.name!r}, queue={self.queue!r})"

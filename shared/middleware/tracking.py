@@ -1,0 +1,174 @@
+"""Records every run in `job_runs` and decides retries, dead letters and redelivery.
+
+It replaces Dramatiq's Retries middleware (whose defaults, 20 retries from 15 s, must not leak
+through): the retry policy is the queue's (DESIGN §3), a `PermanentError` is dead at once, and
+the outcome is durable in Postgres before the message is acknowledged.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import dramatiq
+import structlog
+from dramatiq.middleware import Middleware, SkipMessage
+from dramatiq.middleware.middleware import MiddlewareError
+
+from ..config import RetryPolicy, Settings
+from ..errors import AlreadyDone, PermanentError, RetryLater
+from ..jobs import catalog
+from ..jobs.context import JobContext, set_current_job
+from ..jobs.message import MessageInfo, message_info
+from ..jobs.outcome import Outcome, decide
+from ..jobs.run_writer import Finish, RunWriter
+
+log = structlog.get_logger("jobfleet.tracking")
+
+#: Back-off when Postgres cannot record a start: the message goes back, no attempt counted.
+TRACKING_DOWN_DELAY_MS = 3_000
+#: How long a finished attempt keeps trying to make its outcome durable before giving up.
+FINISH_PATIENCE_S = 30.0
+
+
+class TrackingDown(MiddlewareError):
+    """Postgres could not record the start of a run; the message is handed back."""
+
+
+class Tracking(Middleware):
+    #: `job_spec` is set by `jobs.handler`; `throws` keeps expected failures out of Dramatiq's
+    #: "unhandled exception" error log.
+    actor_options = {"job_spec", "throws"}
+
+    def __init__(self, settings: Settings, writer: RunWriter, *, rng: random.Random | None = None) -> None:
+        self.settings = settings
+        self.writer = writer
+        self.rng = rng or random.Random()
+
+    def policy(self, broker: dramatiq.Broker, job_name: str, queue: str) -> RetryPolicy:
+        """The bound spec's policy, else the catalog's, else the queue's from settings."""
+        spec = None
+        if job_name in broker.actors:
+            spec = broker.get_actor(job_name).options.get("job_spec")
+        spec = spec or catalog.BY_NAME.get(job_name)
+        if spec is not None and spec.retry is not None:
+            return spec.retry  # type: ignore[no-any-return]
+        return self.settings.retry_policy(queue)
+
+    def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        info = message_info(message)
+        policy = self.policy(broker, info.job_name, info.queue)
+        try:
+            started = self.writer.start_run(info, policy.max_attempts)
+        except Exception as exc:
+            log.error("run.start_not_recorded", job_id=info.job_id, error=str(exc))
+            raise TrackingDown(str(exc)) from exc
+        if started is None:
+            log.info("run.skipped", job_id=info.job_id, reason="already finished or canceled")
+            raise SkipMessage(info.job_id)
+        ctx = JobContext(
+            job_id=info.job_id,
+            job_name=info.job_name,
+            queue=info.queue,
+            org_id=info.org_id,
+            attempt=info.attempt,
+            max_attempts=policy.max_attempts,
+            message_id=info.message_id,
+            request_id=info.request_id,
+            checkpoint=started.checkpoint,
+            cancel_requested=started.cancel_requested,
+            _write_progress=self.writer.progress,
+        )
+        message.fleet_info = info
+        message.fleet_ctx = ctx
+        message.fleet_started = time.monotonic()
+        message.fleet_token = set_current_job(ctx)
+
+    def after_skip_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        message.fleet_outcome = Outcome("SKIPPED")
+
+    def after_process_message(
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        token = getattr(message, "fleet_token", None)
+        if token is not None:
+            set_current_job(None)
+        info: MessageInfo | None = getattr(message, "fleet_info", None)
+        if info is None:
+            if isinstance(exception, TrackingDown):
+                self._requeue(broker, message, TRACKING_DOWN_DELAY_MS, attempt=None)
+            return
+        policy = self.policy(broker, info.job_name, info.queue)
+        outcome = decide(
+            attempt=info.attempt,
+            policy=policy,
+            result=result,
+            exception=exception,
+            rng=self.rng,
+            result_max_bytes=self.settings.result_max_bytes,
+        )
+        message.fleet_outcome = outcome
+        if outcome.requeue_delay_ms is not None:
+            # Enqueue the retry before recording FAILED: a crash in between leaves a RUNNING
+            # row with a pending retry (which will update it), never a FAILED row with none.
+            if not self._requeue(broker, message, outcome.requeue_delay_ms, attempt=outcome.next_attempt):
+                return
+        finish = Finish(
+            job_id=info.job_id,
+            status=outcome.status,
+            result=outcome.result,
+            error_code=outcome.error_code,
+            error=outcome.error,
+            next_retry_at=outcome.next_retry_at(datetime.now(UTC)),
+        )
+        self._record(broker, message, finish)
+        log.log(
+            _LEVELS.get(outcome.status, 20),
+            "run.finished",
+            status=outcome.status,
+            error_code=outcome.error_code,
+            error=(outcome.error or "").split("\n", 1)[0] or None,
+            duration_ms=round((time.monotonic() - message.fleet_started) * 1000, 2),
+        )
+
+    def _record(self, broker: dramatiq.Broker, message: Any, finish: Finish) -> None:
+        deadline = time.monotonic() + FINISH_PATIENCE_S
+        delay = 0.2
+        while True:
+            try:
+                self.writer.finish_run(finish)
+                return
+            except Exception as exc:
+                if time.monotonic() + delay > deadline:
+                    # The outcome cannot be made durable: hand the message back rather than
+                    # acknowledge an unrecorded run (at least once; handlers are idempotent).
+                    log.critical("run.outcome_not_recorded", job_id=finish.job_id, error=str(exc))
+                    if finish.status in ("COMPLETED", "DEAD", "CANCELED"):
+                        self._requeue(broker, message, TRACKING_DOWN_DELAY_MS, attempt=None)
+                    return
+                log.warning("run.outcome_retry", job_id=finish.job_id, error=str(exc))
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _requeue(self, broker: dramatiq.Broker, message: Any, delay_ms: int, *, attempt: int | None) -> bool:
+        options = {} if attempt is None else {"attempt": attempt}
+        try:
+            broker.enqueue(message._message.copy(options={**message.options, **options}), delay=delay_ms)
+            return True
+        except Exception as exc:
+            # Nack: the message stays in Redis's dead-letter set rather than vanish on ack.
+            log.critical("run.requeue_failed", job_id=message.options.get("job_id"), error=str(exc))
+            message.fail()
+            return False
+
+
+EXPECTED_FAILURES = (PermanentError, AlreadyDone, RetryLater)
+
+_LEVELS = {"COMPLETED": 20, "FAILED": 30, "DEAD": 40, "CANCELED": 20, "QUEUED": 20}

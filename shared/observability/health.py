@@ -1,0 +1,116 @@
+"""`/health/live`, `/health/ready` and `/metrics` on a small HTTP server per process.
+
+The socket is bound with SO_REUSEPORT, so the processes of one worker (`--processes N`) share
+a port; any of them answers (metrics are aggregated across processes anyway).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import structlog
+
+from .metrics import render
+
+log = structlog.get_logger("jobfleet.health")
+
+Check = Callable[[], None]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def server_bind(self) -> None:
+        if hasattr(socket, "SO_REUSEPORT"):
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        super().server_bind()
+
+
+class HealthServer:
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int,
+        service: str,
+        checks: dict[str, Check],
+        metrics_token: str | None = None,
+        collector: Any = None,
+    ) -> None:
+        self.service = service
+        self.checks = checks
+        self.metrics_token = metrics_token
+        self.collector = collector
+        self._httpd = _Server((host, port), self._handler())
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="jobfleet-health", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def start(self) -> HealthServer:
+        self._thread.start()
+        log.info("health.serving", service=self.service, url=f"http://{self._httpd.server_address[0]}:{self.port}/health/ready")
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def ready(self) -> tuple[bool, dict[str, str]]:
+        report: dict[str, str] = {}
+        for name, check in self.checks.items():
+            try:
+                check()
+                report[name] = "ok"
+            except Exception as exc:
+                report[name] = f"error: {exc}"[:300]
+        return all(v == "ok" for v in report.values()), report
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/health/live":
+                    self._json(200, {"status": "live", "service": server.service})
+                elif path == "/health/ready":
+                    ok, report = server.ready()
+                    self._json(200 if ok else 503, {"status": "ready" if ok else "not ready", "service": server.service, "checks": report})
+                elif path == "/metrics":
+                    if not self._authorized():
+                        self._json(401, {"error": "bearer token required"})
+                        return
+                    body = render(server.collector)
+                    self._send(200, body, "text/plain; version=0.0.4; charset=utf-8")
+                else:
+                    self._json(404, {"error": "not found", "paths": ["/health/live", "/health/ready", "/metrics"]})
+
+            def _authorized(self) -> bool:
+                if not server.metrics_token:
+                    return True
+                header = self.headers.get("Authorization", "")
+                return hmac.compare_digest(header, f"Bearer {server.metrics_token}")
+
+            def _json(self, status: int, body: dict[str, Any]) -> None:
+                self._send(status, json.dumps(body).encode(), "application/json")
+
+            def _send(self, status: int, body: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet access log
+                return
+
+        return Handler

@@ -1,0 +1,53 @@
+"""Readiness checks and scrape-time samples, shared by every process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import psycopg
+import redis
+
+from ..config import Settings
+
+
+def redis_check(client: redis.Redis) -> Callable[[], None]:
+    def check() -> None:
+        client.ping()
+
+    return check
+
+
+def postgres_check(dsn: str) -> Callable[[], None]:
+    def check() -> None:
+        with psycopg.connect(dsn, connect_timeout=2) as conn:
+            conn.execute("SELECT 1")
+
+    return check
+
+
+def queue_depths(
+    client: redis.Redis, settings: Settings, queues: Iterable[str]
+) -> dict[tuple[str, str], float]:
+    ns = settings.broker_namespace
+    depth: dict[tuple[str, str], float] = {}
+    pipe = client.pipeline(transaction=False)
+    names = list(queues)
+    for q in names:
+        pipe.llen(f"{ns}:{q}")
+        pipe.llen(f"{ns}:{q}.DQ")
+    values = pipe.execute()
+    for i, q in enumerate(names):
+        depth[(q, "ready")] = float(values[2 * i])
+        depth[(q, "delayed")] = float(values[2 * i + 1])
+    with psycopg.connect(settings.database_dsn, connect_timeout=2) as conn:
+        rows = conn.execute("SELECT queue, count(*) FROM job_runs WHERE status = 'DEAD' GROUP BY queue").fetchall()
+    dead = {q: float(n) for q, n in rows}
+    for q in names:
+        depth[(q, "dead")] = dead.get(q, 0.0)
+    return depth
+
+
+def outbox_pending(settings: Settings) -> float:
+    with psycopg.connect(settings.database_dsn, connect_timeout=2) as conn:
+        row = conn.execute("SELECT count(*) FROM outbox_events WHERE status = 'PENDING'").fetchone()
+    return float(row[0]) if row else 0.0

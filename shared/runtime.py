@@ -1,0 +1,97 @@
+"""The composition root of a process: settings, broker, database pools and the sender.
+
+Built lazily on first use (never at import time); a worker's bootstrap or a test installs its
+own with `set_runtime`.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .config import Settings, get_settings
+
+if TYPE_CHECKING:
+    import dramatiq
+    from psycopg_pool import ConnectionPool
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from .jobs.send import Sender
+
+
+class Runtime:
+    def __init__(self, settings: Settings, *, broker: dramatiq.Broker | None = None) -> None:
+        self.settings = settings
+        self._broker = broker
+
+    @cached_property
+    def broker(self) -> dramatiq.Broker:
+        if self._broker is not None:
+            return self._broker
+        from .broker import build_broker
+
+        return build_broker(self.settings, middleware=[])
+
+    @cached_property
+    def pool(self) -> ConnectionPool:
+        """Producer connections. QUEUED rows are written with synchronous_commit=off: the
+        message itself is in Redis, and the worker re-creates a lost row when it starts."""
+        from psycopg_pool import ConnectionPool
+
+        return ConnectionPool(
+            self.settings.database_dsn,
+            min_size=1,
+            max_size=16,
+            kwargs={"options": "-c synchronous_commit=off"},
+            name="jobfleet-producer",
+            open=True,
+            timeout=5.0,
+            check=ConnectionPool.check_connection,
+        )
+
+    @cached_property
+    def engine(self) -> Engine:
+        from .db.engine import make_engine
+
+        return make_engine(self.settings.database_url)
+
+    @cached_property
+    def sessions(self) -> sessionmaker[Session]:
+        from .db.engine import make_sessionmaker
+
+        return make_sessionmaker(self.engine)
+
+    @cached_property
+    def sender(self) -> Sender:
+        from .jobs.send import Sender
+
+        return Sender(self.broker, self.pool)
+
+    def close(self) -> None:
+        if "pool" in self.__dict__:
+            self.pool.close()
+        if "engine" in self.__dict__:
+            self.engine.dispose()
+
+
+_lock = threading.Lock()
+_runtime: Runtime | None = None
+
+
+def get_runtime() -> Runtime:
+    global _runtime
+    if _runtime is None:
+        with _lock:
+            if _runtime is None:
+                _runtime = Runtime(get_settings())
+    return _runtime
+
+
+def set_runtime(runtime: Runtime | None) -> Runtime | None:
+    """Install `runtime` (None: the next `get_runtime` builds one); returns the previous one."""
+    global _runtime
+    with _lock:
+        previous, _runtime = _runtime, runtime
+    return previous

@@ -1,0 +1,1 @@
+"""Actors of the ai worker (bound by its domain issue)."""

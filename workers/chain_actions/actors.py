@@ -1,0 +1,1 @@
+"""Actors of the chain_actions worker (bound by its domain issue)."""

@@ -1,0 +1,1 @@
+"""Actors of the doc worker (bound by its domain issue)."""

@@ -1,0 +1,1 @@
+"""Actors of the email worker (bound by its domain issue)."""

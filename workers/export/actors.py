@@ -1,0 +1,1 @@
+"""Actors of the export worker (bound by its domain issue)."""
