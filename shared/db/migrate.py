@@ -34,6 +34,7 @@ def ensure_database(database_url: str) -> bool:
         return True
 
 
-def upgrade(database_url: str, revision: str = "head") -> None:
+def upgrade(database_url: str, revision: str = "heads") -> None:
+    """Apply every branch: the kernel revision and each domain's (they branch off 0001)."""
     ensure_database(database_url)
     command.upgrade(alembic_config(database_url), revision)

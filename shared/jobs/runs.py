@@ -1,0 +1,112 @@
+"""Reading and steering runs: the Python API an HTTP API exposes (every lookup org-scoped)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg.rows import dict_row
+
+from ..errors import InvalidState, RunNotFound
+from ..runtime import Runtime, get_runtime
+
+COLUMNS = """job_id, org_id, job_name, queue, status, entity_type, entity_id, payload, result,
+error_code, error, attempt, max_attempts, progress, checkpoint, cancel_requested, request_id,
+message_id, queued_at, started_at, finished_at, next_retry_at, replayed_at, replayed_by,
+replay_count"""
+
+
+@dataclass(frozen=True)
+class RunView:
+    job_id: str
+    org_id: UUID
+    job_name: str
+    queue: str
+    status: str
+    entity_type: str | None
+    entity_id: str | None
+    payload: Any
+    result: Any
+    error_code: str | None
+    error: str | None
+    attempt: int
+    max_attempts: int | None
+    progress: dict[str, int] | None
+    checkpoint: Any
+    cancel_requested: bool
+    request_id: str | None
+    message_id: str | None
+    queued_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    next_retry_at: datetime | None
+    replayed_at: datetime | None
+    replayed_by: str | None
+    replay_count: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (v.isoformat() if isinstance(v, datetime) else str(v) if isinstance(v, UUID) else v) for k, v in self.__dict__.items()}
+
+
+def find(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) -> RunView | None:
+    """The run of `job_id`, or None. `org_id=None` is the operator's unscoped view."""
+    runtime = runtime or get_runtime()
+    sql = f"SELECT {COLUMNS} FROM job_runs WHERE job_id = %s"
+    params: list[Any] = [job_id]
+    if org_id is not None:
+        sql += " AND org_id = %s"
+        params.append(org_id)
+    with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(sql, params).fetchone()
+    return RunView(**row) if row else None
+
+
+def list_runs(
+    *,
+    org_id: UUID | None = None,
+    status: str | None = None,
+    job_name: str | None = None,
+    queue: str | None = None,
+    entity_id: str | None = None,
+    limit: int = 50,
+    runtime: Runtime | None = None,
+) -> list[RunView]:
+    runtime = runtime or get_runtime()
+    where, params = ["TRUE"], []
+    for column, value in (("org_id", org_id), ("status", status), ("job_name", job_name), ("queue", queue), ("entity_id", entity_id)):
+        if value is not None:
+            where.append(f"{column} = %s")
+            params.append(value)
+    sql = f"SELECT {COLUMNS} FROM job_runs WHERE {' AND '.join(where)} ORDER BY queued_at DESC LIMIT %s"
+    with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(sql, [*params, limit]).fetchall()
+    return [RunView(**row) for row in rows]
+
+
+def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) -> str:
+    """Cancel a run: QUEUED or FAILED (waiting for a retry) → CANCELED at once, and the message
+    is skipped when it arrives; RUNNING → cancel requested, honoured at the handler's next
+    progress or checkpoint. Returns the resulting status."""
+    runtime = runtime or get_runtime()
+    scope, params = ("AND org_id = %s", [org_id]) if org_id is not None else ("", [])
+    with runtime.pool.connection() as conn:
+        conn.execute("SET LOCAL synchronous_commit TO on")
+        row = conn.execute(
+            f"SELECT status FROM job_runs WHERE job_id = %s {scope} FOR UPDATE", [job_id, *params]
+        ).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run {job_id}")
+        status = row[0]
+        if status in ("QUEUED", "FAILED"):
+            conn.execute(
+                "UPDATE job_runs SET status = 'CANCELED', cancel_requested = TRUE, finished_at = now(), "
+                "error_code = 'CANCELED', error = 'canceled by an operator' WHERE job_id = %s",
+                (job_id,),
+            )
+            return "CANCELED"
+        if status == "RUNNING":
+            conn.execute("UPDATE job_runs SET cancel_requested = TRUE WHERE job_id = %s", (job_id,))
+            return "CANCEL_REQUESTED"
+        raise InvalidState(f"{job_id} is {status}; only QUEUED, FAILED or RUNNING runs can be canceled")

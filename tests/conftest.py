@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.support.env import test_env
+
+# Settings are read from the environment: point this session at its own database and namespace
+# before anything builds them.
+os.environ.update(test_env())
+
+from shared.config import Settings, get_settings  # noqa: E402
+from shared.runtime import Runtime, set_runtime  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    get_settings.cache_clear()
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+def database(settings: Settings) -> Iterator[str]:
+    from shared.db.migrate import upgrade
+
+    upgrade(settings.database_url)
+    yield settings.database_dsn
+    admin = settings.database_dsn.rsplit("/", 1)[0] + "/postgres"
+    name = settings.database_dsn.rsplit("/", 1)[1]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def _clean(settings: Settings, dsn: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(settings.redis_url)
+    keys = list(client.scan_iter(f"{settings.broker_namespace}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables "
+            "WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
+        ).fetchone()
+        if tables and tables[0]:
+            conn.execute(f"TRUNCATE {tables[0]} CASCADE")
+
+
+@pytest.fixture
+def runtime(settings: Settings, database: str) -> Iterator[Runtime]:
+    """A producer runtime on a clean database and an empty broker namespace."""
+    _clean(settings, database)
+    rt = Runtime(settings)
+    previous = set_runtime(rt)
+    yield rt
+    set_runtime(previous)
+    rt.close()
+
+
+@pytest.fixture
+def db(database: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(database, autocommit=True) as conn:
+        yield conn
+
+
+class FleetWorker:
+    """An in-process worker with the fleet's middleware, consuming `testq` on real Redis."""
+
+    def __init__(self, settings: Settings) -> None:
+        import dramatiq
+
+        from shared.bootstrap import worker_broker
+        from tests.support.jobs import bind
+
+        self.broker = worker_broker(settings, "test")
+        self.jobs = bind(self.broker)
+        self.runtime = Runtime(settings, broker=self.broker)
+        self.worker = dramatiq.Worker(self.broker, worker_threads=4, worker_timeout=50)
+
+    def start(self) -> FleetWorker:
+        self.worker.start()
+        return self
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.runtime.close()
+
+
+@pytest.fixture
+def fleet(runtime: Runtime, settings: Settings) -> Iterator[FleetWorker]:
+    """An in-process worker whose runtime is installed (so `.send()` goes to real Redis)."""
+    worker = FleetWorker(settings)
+    previous = set_runtime(worker.runtime)
+    worker.start()
+    yield worker
+    worker.stop()
+    set_runtime(previous)

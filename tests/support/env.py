@@ -1,0 +1,28 @@
+"""Per-session isolation on the shared services: a fresh database and a Redis key namespace.
+
+Several test sessions (developers, helpers, CI) may share one Postgres and one Redis: each
+session gets its own database `jobfleet_test_<hex>` (dropped at the end) and broker namespace.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+SESSION = uuid.uuid4().hex[:8]
+BASE_PG = os.environ.get("TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432")
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def test_env() -> dict[str, str]:
+    """Environment of this session's processes (in-process settings and spawned workers)."""
+    return {
+        "DATABASE_URL": f"{BASE_PG}/jobfleet_test_{SESSION}",
+        "REDIS_URL": REDIS_URL,
+        "BROKER_NAMESPACE": f"jftest-{SESSION}",
+        "LOG_FORMAT": "json",
+        "LOG_LEVEL": "INFO",
+        "HEARTBEAT_TIMEOUT_MS": "3000",
+        "HEARTBEAT_INTERVAL_MS": "500",
+        "RETRIES": '{"testq": {"max_attempts": 3, "min_backoff_ms": 100, "max_backoff_ms": 1000}}',
+    }

@@ -1,0 +1,88 @@
+"""Test jobs on the `testq` queue, bound to whichever broker a test or worker process uses."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Literal
+from uuid import UUID
+
+import dramatiq
+
+from shared.contracts.base import Contract, Payload
+from shared.errors import AlreadyDone, PermanentError
+from shared.jobs.context import JobContext
+from shared.jobs.handler import BoundJob, handler
+from shared.jobs.spec import JobSpec
+
+
+class EchoV1(Payload):
+    v: Literal[1] = 1
+    entity_id: UUID
+    text: str
+
+
+class EchoV2(Payload):
+    """v2 renamed `text` to `message` and added `times`."""
+
+    v: Literal[2] = 2
+    entity_id: UUID
+    message: str
+    times: int = 1
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data["message"] = data.pop("text")
+    data["v"] = 2
+    return data
+
+
+ECHO = JobSpec(Contract[EchoV2]("test:echo", (EchoV1, EchoV2), {1: _v1_to_v2}), queue="testq", entity_type="echo")
+
+
+class SleepV1(Payload):
+    v: Literal[1] = 1
+    entity_id: UUID
+    seconds: float
+    marker: str = ""
+
+
+SLEEP = JobSpec(Contract[SleepV1]("test:sleep", (SleepV1,)), queue="testq", entity_type="sleep")
+
+#: Every execution appends a line here when set (lets tests count executions across processes).
+MARKS = os.environ.get("JOBFLEET_TEST_MARKS")
+
+
+def mark(line: str) -> None:
+    if MARKS:
+        with open(MARKS, "a") as f:
+            f.write(line + "\n")
+
+
+def bind(broker: dramatiq.Broker) -> dict[str, BoundJob[Any]]:
+    @handler(ECHO, broker=broker)
+    def echo(payload: EchoV2, job: JobContext) -> dict[str, Any]:
+        mark(f"echo {job.job_id} {job.attempt}")
+        if payload.message == "boom":
+            raise RuntimeError("boom")
+        if payload.message == "permanent":
+            raise PermanentError("cannot ever work", code="TEST_PERMANENT")
+        if payload.message == "done-before":
+            raise AlreadyDone("it was done earlier")
+        return {"echo": payload.message * payload.times, "attempt": job.attempt}
+
+    @handler(SLEEP, broker=broker)
+    def sleep(payload: SleepV1, job: JobContext) -> dict[str, Any]:
+        mark(f"start {job.job_id} {payload.marker}")
+        deadline = time.monotonic() + payload.seconds
+        step = 0
+        while time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+            step += 1
+            if step % 4 == 0:
+                job.progress(step, int(payload.seconds / 0.05) + 1)
+        mark(f"end {job.job_id} {payload.marker}")
+        return {"slept": payload.seconds}
+
+    return {"echo": echo, "sleep": sleep}

@@ -1,0 +1,7 @@
+"""A worker process for tests: `dramatiq tests.support.worker_app` with the session's env."""
+
+from shared.bootstrap import boot_worker
+from tests.support.jobs import bind
+
+broker = boot_worker("test")
+jobs = bind(broker)
