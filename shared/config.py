@@ -71,6 +71,16 @@ class Settings(BaseSettings):
     )
     var_dir: str = Field(default="var", description="Local state of `make run`: embedded services, logs, mail, storage")
 
+    # --- launcher and scheduler process (`make run`, `python -m scheduler`) ---
+    health_base_port: int = Field(
+        default=9101, description="First /health port `make run` gives its processes (one each, in table order)"
+    )
+    launcher_ready_timeout_s: float = Field(
+        default=60.0, description="How long `make run` waits for every process to answer /health/ready"
+    )
+    outbox_relay_interval_ms: int = Field(default=1_000, description="Period of the scheduler's outbox relay pass")
+    scheduler_threads: int = Field(default=4, description="Size of the scheduler's one thread pool")
+
     def retry_policy(self, queue: str) -> RetryPolicy:
         return self.retries.get(queue) or DEFAULT_RETRIES.get(queue) or FALLBACK_RETRY
 
