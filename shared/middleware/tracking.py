@@ -14,6 +14,7 @@ from typing import Any
 
 import dramatiq
 import structlog
+from dramatiq.errors import ActorNotFound
 from dramatiq.middleware import Middleware, SkipMessage
 from dramatiq.middleware.middleware import MiddlewareError
 
@@ -88,6 +89,27 @@ class Tracking(Middleware):
 
     def after_skip_message(self, broker: dramatiq.Broker, message: Any) -> None:
         message.fleet_outcome = Outcome("SKIPPED")
+
+    def before_nack(self, broker: dramatiq.Broker, message: Any) -> None:
+        """Record a message for an undeclared actor as a DEAD run (`UNKNOWN_JOB`).
+
+        Dramatiq's consumer thread dead-letters such a message before any process hook runs,
+        into Redis's `.XQ` set only: without this it would be invisible in the fleet's DLQ.
+        """
+        exc = getattr(message, "_exception", None)
+        if getattr(message, "fleet_info", None) is not None or not isinstance(exc, ActorNotFound):
+            return
+        info = message_info(message)
+        policy = self.policy(broker, info.job_name, info.queue)
+        outcome = decide(attempt=info.attempt, policy=policy, exception=exc, rng=self.rng)
+        code, error = outcome.error_code, outcome.error
+        try:
+            if self.writer.start_run(info, policy.max_attempts) is not None:
+                self.writer.finish_run(Finish(info.job_id, "DEAD", error_code=code, error=error))
+        except Exception as err:  # the message is in Redis's dead-letter set all the same
+            log.critical("run.outcome_not_recorded", job_id=info.job_id, error=str(err))
+            return
+        log.error("run.finished", job_id=info.job_id, status=outcome.status, error_code=code)
 
     def after_process_message(
         self,
