@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     )
     default_time_limit_ms: int = Field(default=600_000, description="Time limit of a job without its own")
     run_retention_days: int = Field(default=30, description="Finished runs kept this long (dedup window)")
+    dedup_window_s: int | None = Field(
+        default=None, description="How long a sent job id stays taken in Redis (default: run retention)"
+    )
     result_max_bytes: int = Field(default=8_192, description="Largest job result stored on the run")
     tracking_batch_max: int = Field(default=256, description="Most run writes in one group commit")
     outbox_backoff_s: list[int] = Field(
@@ -81,8 +84,63 @@ class Settings(BaseSettings):
     outbox_relay_interval_ms: int = Field(default=1_000, description="Period of the scheduler's outbox relay pass")
     scheduler_threads: int = Field(default=4, description="Size of the scheduler's one thread pool")
 
+    # --- chain: EVM client, transactions, wallets (issue 4; used by chain-actions and scheduler) ---
+    chain_rpc_url: str = Field(default="http://127.0.0.1:8545", description="JSON-RPC endpoint of the EVM node")
+    chain_id: int | None = Field(default=None, description="Expected chain id (checked at connect; None: any)")
+    chain_rpc_timeout_s: float = Field(default=10.0, description="Timeout of one JSON-RPC request")
+    chain_receipt_timeout_s: float = Field(
+        default=120.0, description="Longest wait for a receipt, replacements included, before retrying the job"
+    )
+    chain_replace_after_s: float = Field(
+        default=30.0, description="A transaction unmined this long is replaced (same nonce, bumped fees)"
+    )
+    chain_fee_bump_percent: int = Field(default=25, ge=10, description="Fee increase of a replacement transaction")
+    chain_max_fee_gwei: float = Field(default=300.0, description="Cap on maxFeePerGas; above it sending waits")
+    chain_priority_fee_gwei: float = Field(default=1.0, description="maxPriorityFeePerGas of a first transaction")
+    chain_gas_limit_margin_percent: int = Field(default=20, description="Margin added to the estimated gas")
+    chain_signer_lock_ttl_ms: int = Field(
+        default=30_000, description="TTL of the per-signer Redis lock (renewed while a transaction is in flight)"
+    )
+    chain_signer_lock_wait_ms: int = Field(
+        default=10_000, description="Longest wait for a busy signer before the job is requeued (not an attempt)"
+    )
+    chain_keks: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Key-encryption keys of wallet keys (JSON {key_id: base64 of 32 bytes}); never logged",
+    )
+    chain_kek_id: str | None = Field(default=None, description="Id in CHAIN_KEKS that encrypts new and rotated keys")
+    chain_lottery_address: str | None = Field(
+        default=None, description="BlockLucky address (overrides the `chain_contracts` table)"
+    )
+    chain_badge_address: str | None = Field(
+        default=None, description="BlockLuckyPOAP address (overrides the `chain_contracts` table)"
+    )
+
+    # --- email worker: SMTP client, sender identity, dev sink (issue 3; workers/email) ---
+    smtp_host: str = Field(default="127.0.0.1", description="SMTP server of the email worker (dev: the sink)")
+    smtp_port: int = Field(default=2525, description="SMTP port (dev sink default 2525)")
+    smtp_security: str = Field(
+        default="plain", pattern="^(plain|starttls|tls)$", description="plain, starttls (required) or tls (implicit)"
+    )
+    smtp_username: str | None = Field(default=None, description="SMTP AUTH user (None: no AUTH)")
+    smtp_password: SecretStr | None = Field(default=None, description="SMTP AUTH password; never logged")
+    smtp_timeout_s: float = Field(default=10.0, gt=0, description="Timeout of the connection and each SMTP command")
+    smtp_validate_certs: bool = Field(default=True, description="Verify the server certificate (TLS, STARTTLS)")
+    email_from: str = Field(
+        default="jobfleet <no-reply@jobfleet.localhost>", description="From header; its address is the envelope sender"
+    )
+    email_message_id_domain: str = Field(
+        default="jobfleet.localhost", description="Right-hand side of the Message-IDs derived from job ids"
+    )
+    email_product_name: str = Field(default="jobfleet", description="Product name the templates show")
+    email_run_due_batch: int = Field(default=500, ge=1, description="Due emails claimed per pass of email-seq:run_due")
+
     def retry_policy(self, queue: str) -> RetryPolicy:
         return self.retries.get(queue) or DEFAULT_RETRIES.get(queue) or FALLBACK_RETRY
+
+    @property
+    def dedup_window_ms(self) -> int:
+        return (self.dedup_window_s or self.run_retention_days * 86_400) * 1000
 
     @property
     def database_dsn(self) -> str:

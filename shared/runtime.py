@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
+    from .jobs.run_writer import RunWriter
     from .jobs.send import Sender
 
 
@@ -48,7 +49,6 @@ class Runtime:
             name="jobfleet-producer",
             open=True,
             timeout=5.0,
-            check=ConnectionPool.check_connection,
         )
 
     @cached_property
@@ -64,12 +64,31 @@ class Runtime:
         return make_sessionmaker(self.engine)
 
     @cached_property
+    def writer(self) -> RunWriter:
+        """Group-commit writer of this process's QUEUED rows."""
+        import psycopg
+
+        from .jobs.run_writer import RunWriter
+
+        dsn = self.settings.database_dsn
+        return RunWriter(
+            lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5),
+            max_batch=self.settings.tracking_batch_max,
+            name="jobfleet-queued-writer",
+        )
+
+    @cached_property
     def sender(self) -> Sender:
+        from .jobs.gate import EnqueueGate
         from .jobs.send import Sender
 
-        return Sender(self.broker, self.pool)
+        gate = EnqueueGate(self.broker, window_ms=self.settings.dedup_window_ms)
+        return Sender(gate, self.writer, self.pool)
 
     def close(self) -> None:
+        if "writer" in self.__dict__:
+            self.writer.flush(5)
+            self.writer.close()
         if "pool" in self.__dict__:
             self.pool.close()
         if "engine" in self.__dict__:

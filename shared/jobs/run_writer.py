@@ -1,16 +1,24 @@
-"""Group commit of `job_runs` writes for one worker process.
+"""Group commit of `job_runs` writes for one process.
 
-Worker threads hand their writes to one writer thread, which runs everything that arrived
-meanwhile in a single transaction. A batch that holds a terminal write (COMPLETED, DEAD, ...)
-commits with `synchronous_commit=on` and its callers wait for it, so a message is acknowledged
-only after its row is durable; a batch of starts and progress alone commits asynchronously.
+Threads hand their writes to a lane; a lane's thread runs everything that arrived meanwhile as
+one transaction in one round trip (pipeline mode). Two lanes, each with its own connection:
+- the durable lane commits with `synchronous_commit=on` (terminal outcomes, checkpoints); its
+  callers wait, so a message is acknowledged only after its COMPLETED/DEAD row is durable;
+- the fast lane commits asynchronously (starts, progress, QUEUED rows), so a start never
+  waits behind another job's fsync.
 One fsync then serves every thread of the process instead of one per job.
+
+Producers use the fast lane without waiting: `record_queued` hands the QUEUED row over and
+returns (the message is already in Redis). If Postgres refuses, those rows are kept and retried
+until it answers, and `healthy` turns False so that new sends fail loudly meanwhile (DESIGN §3).
 """
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -24,23 +32,40 @@ from .message import MessageInfo
 
 log = structlog.get_logger("jobfleet.run_writer")
 
-START = """
+#: Every statement takes a whole batch as arrays (`unnest`): one statement and one round trip
+#: per batch, and the per-row work stays in C rather than in Python, which shares the GIL with
+#: the worker threads.
+START_MANY = """
 INSERT INTO job_runs AS r (org_id, job_name, job_id, queue, status, entity_type, entity_id,
                            payload, attempt, max_attempts, request_id, message_id, queued_at,
                            started_at)
-VALUES (%s, %s, %s, %s, 'RUNNING', %s, %s, %s, %s, %s, %s, %s, now(), now())
+SELECT o, n, j, q, 'RUNNING', et, e, p::jsonb, a, ma, rq, m, now(), now()
+  FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+              %s::text[], %s::int[], %s::int[], %s::text[], %s::text[])
+       AS u(o, n, j, q, et, e, p, a, ma, rq, m)
 ON CONFLICT (job_id) DO UPDATE
    SET status = 'RUNNING', attempt = EXCLUDED.attempt, max_attempts = EXCLUDED.max_attempts,
        message_id = EXCLUDED.message_id, started_at = now(), finished_at = NULL,
        next_retry_at = NULL
  WHERE r.status IN ('QUEUED', 'RUNNING', 'FAILED')
-RETURNING r.checkpoint, r.cancel_requested
+RETURNING r.job_id, r.checkpoint, r.cancel_requested
 """
-FINISH = """
-UPDATE job_runs
-   SET status = %s, result = %s, error_code = %s, error = %s, next_retry_at = %s,
-       finished_at = CASE WHEN %s THEN now() ELSE NULL END
- WHERE job_id = %s AND status <> 'CANCELED'
+QUEUED_MANY = """
+INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id,
+                      payload, attempt, request_id, message_id, queued_at)
+SELECT o, n, j, q, 'QUEUED', et, e, p::jsonb, 0, r, m, t
+  FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+              %s::text[], %s::text[], %s::text[], %s::timestamptz[])
+       AS u(o, n, j, q, et, e, p, r, m, t)
+ON CONFLICT (job_id) DO NOTHING
+"""
+FINISH_MANY = """
+UPDATE job_runs AS r
+   SET status = u.s, result = u.res::jsonb, error_code = u.ec, error = u.er, next_retry_at = u.nr,
+       finished_at = CASE WHEN u.fin THEN now() ELSE NULL END
+  FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],
+              %s::bool[]) AS u(j, s, res, ec, er, nr, fin)
+ WHERE r.job_id = u.j AND r.status <> 'CANCELED'
 """
 PROGRESS = """
 UPDATE job_runs
@@ -72,10 +97,9 @@ class Finish:
 
 @dataclass
 class _Op:
-    kind: str  # start | finish | progress
+    kind: str  # queued | start | finish | progress
     params: tuple[Any, ...]
-    durable: bool
-    future: Future[Any]
+    future: Future[Any] | None  # None: fire and forget (kept and retried on failure)
 
 
 class RunWriter:
@@ -84,17 +108,20 @@ class RunWriter:
         connect: Callable[[], psycopg.Connection[Any]],
         *,
         max_batch: int = 256,
+        linger_ms: float = 10,
         name: str = "jobfleet-run-writer",
     ) -> None:
-        self._connect = connect
-        self._max_batch = max_batch
-        self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._started = False
-        self._lock = threading.Lock()
+        self._fast = _Lane(connect, durable=False, max_batch=max_batch, linger_s=linger_ms / 1000, name=f"{name}-fast")
+        self._durable = _Lane(connect, durable=True, max_batch=max_batch, linger_s=0, name=f"{name}-durable")
 
-    # -- caller side -------------------------------------------------------------------------
+    @property
+    def healthy(self) -> bool:
+        """False after a failed write, until a write succeeds again."""
+        return self._fast.healthy and self._durable.healthy
+
+    @property
+    def last_error(self) -> str | None:
+        return self._fast.last_error or self._durable.last_error
 
     def start_run(self, info: MessageInfo, max_attempts: int, timeout: float = 30) -> Started | None:
         """RUNNING, unless the run is already COMPLETED, DEAD or CANCELED (then None)."""
@@ -105,52 +132,102 @@ class RunWriter:
             info.queue,
             info.entity_type,
             info.entity_id,
-            Jsonb(info.payload),
+            _json(info.payload),
             info.attempt,
             max_attempts,
             info.request_id,
             info.message_id,
         )
-        result: Started | None = self._submit("start", params, durable=False).result(timeout)
+        result: Started | None = self._fast.submit("start", params).result(timeout)
         return result
+
+    def record_queued(self, params: tuple[Any, ...]) -> None:
+        """Fire and forget: the QUEUED row of a message that Redis already holds."""
+        self._fast.submit("queued", params, wait=False)
+
+    def flush(self, timeout: float = 10) -> bool:
+        """Wait until every QUEUED row handed over so far is written; False on timeout."""
+        return self._fast.wait_idle(timeout)
 
     def finish_run(self, finish: Finish, timeout: float = 30) -> None:
         """Record an outcome; returns once it is durable (terminal) or written (non-terminal)."""
         params = (
+            finish.job_id,
             finish.status,
-            Jsonb(finish.result) if finish.result is not None else None,
+            _json(finish.result) if finish.result is not None else None,
             finish.error_code,
             finish.error,
             finish.next_retry_at,
             finish.terminal,
-            finish.job_id,
         )
-        self._submit("finish", params, durable=finish.terminal).result(timeout)
+        lane = self._durable if finish.terminal else self._fast
+        lane.submit("finish", params).result(timeout)
 
     def progress(self, job_id: str, done: int, total: int, checkpoint: Any, timeout: float = 30) -> bool:
-        """Record progress (and checkpoint); True when an operator asked to cancel."""
+        """Record progress (a checkpoint durably); True when an operator asked to cancel."""
         params = (
             Jsonb({"done": done, "total": total}),
             Jsonb(checkpoint) if checkpoint is not None else None,
             job_id,
         )
-        canceled: bool = self._submit("progress", params, durable=checkpoint is not None).result(timeout)
+        lane = self._durable if checkpoint is not None else self._fast
+        canceled: bool = lane.submit("progress", params).result(timeout)
         return canceled
 
-    def _submit(self, kind: str, params: tuple[Any, ...], *, durable: bool) -> Future[Any]:
-        self._ensure_thread()
-        future: Future[Any] = Future()
-        self._queue.put(_Op(kind, params, durable, future))
-        return future
+    def close(self, timeout: float = 10) -> None:
+        self._fast.close(timeout)
+        self._durable.close(timeout)
 
-    def _ensure_thread(self) -> None:
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _columns(ops: Sequence[_Op]) -> list[list[Any]]:
+    """Row-wise params → one list per column (the arrays `unnest` takes)."""
+    return [list(column) for column in zip(*(op.params for op in ops), strict=True)]
+
+
+class _Lane:
+    """One writer thread, one connection, one transaction per batch."""
+
+    def __init__(
+        self, connect: Callable[[], psycopg.Connection[Any]], *, durable: bool, max_batch: int, linger_s: float, name: str
+    ) -> None:
+        self._connect = connect
+        self._durable = durable
+        self._max_batch = max_batch
+        self._linger_s = linger_s
+        self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._started = False
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._pending = 0  # fire-and-forget ops not yet written
+        self._retry_delay = 0.25
+        self.retry_max_s = 5.0
+        self.healthy = True
+        self.last_error: str | None = None
+
+    def submit(self, kind: str, params: tuple[Any, ...], *, wait: bool = True) -> Future[Any]:
         if not self._started:
             with self._lock:
                 if not self._started:
                     self._thread.start()
                     self._started = True
+        future: Future[Any] = Future()
+        if not wait:
+            with self._lock:
+                self._pending += 1
+        self._queue.put(_Op(kind, params, future if wait else None))
+        return future
 
-    def close(self, timeout: float = 10) -> None:
+    def wait_idle(self, timeout: float) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def close(self, timeout: float) -> None:
         if self._started:
             self._queue.put(None)
             self._thread.join(timeout)
@@ -164,6 +241,10 @@ class RunWriter:
             op = self._queue.get()
             if op is None:
                 return
+            if op.future is None and self._linger_s:
+                # Nobody waits for a QUEUED row: let a batch build up instead of paying a
+                # transaction (and this thread's share of the GIL) per row.
+                time.sleep(self._linger_s)
             batch = [op]
             while len(batch) < self._max_batch:
                 try:
@@ -180,47 +261,72 @@ class RunWriter:
         for attempt in (1, 2):
             try:
                 results = self._write(batch)
-            except psycopg.Error as exc:
+            except Exception as exc:  # a bug or an outage must not hang the caller threads
                 self._reset()
                 transient = isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure)
                 if attempt == 1 and transient:
                     continue
-                for op in batch:
-                    op.future.set_exception(exc)
+                self._failed(batch, exc)
                 return
-            except BaseException as exc:  # a bug must not hang the worker threads
-                self._reset()
-                for op in batch:
-                    op.future.set_exception(exc)
-                return
+            self.healthy, self.last_error, self._retry_delay = True, None, 0.25
+            written = 0
             for op, result in zip(batch, results, strict=True):
-                op.future.set_result(result)
+                if op.future is not None:
+                    op.future.set_result(result)
+                else:
+                    written += 1
+            if written:
+                with self._idle:
+                    self._pending -= written
+                    self._idle.notify_all()
             return
 
+    def _failed(self, batch: Sequence[_Op], exc: Exception) -> None:
+        self.healthy, self.last_error = False, str(exc)
+        keep = [op for op in batch if op.future is None]
+        for op in batch:
+            if op.future is not None:
+                op.future.set_exception(exc)
+        if keep:
+            log.error("run_writer.retrying", rows=len(keep), error=str(exc))
+            time.sleep(self._retry_delay)
+            self._retry_delay = min(self._retry_delay * 2, self.retry_max_s)
+            for op in keep:
+                self._queue.put(op)
+
     def _write(self, batch: Sequence[_Op]) -> list[Any]:
+        """One statement per kind of write in the batch, each its own (autocommit) transaction:
+        the rows belong to different jobs and need no atomicity together."""
         conn = self._connection()
-        results: list[Any] = []
-        with conn.transaction():
-            if not any(op.durable for op in batch):
-                conn.execute("SET LOCAL synchronous_commit TO off")
-            with conn.cursor() as cur:
-                for op in batch:
-                    if op.kind == "finish":
-                        cur.execute(FINISH, op.params)
-                        results.append(None)
-                    elif op.kind == "start":
-                        cur.execute(START, op.params)
-                        row = cur.fetchone()
-                        results.append(Started(row[0], bool(row[1])) if row else None)
-                    else:
-                        cur.execute(PROGRESS, op.params)
-                        row = cur.fetchone()
-                        results.append(bool(row[0]) if row else False)
-        return results
+        results: dict[int, Any] = {}
+        by_kind: dict[str, list[_Op]] = {}
+        for op in batch:
+            by_kind.setdefault(op.kind, []).append(op)
+        if "queued" in by_kind:
+            conn.execute(QUEUED_MANY, _columns(by_kind["queued"]))
+        if "finish" in by_kind:
+            conn.execute(FINISH_MANY, _columns(by_kind["finish"]))
+        if "start" in by_kind:
+            # A job id twice in one batch is one job delivered twice at once: the first starts
+            # it, the other is skipped (None) like any delivery of a run already under way.
+            first: dict[str, _Op] = {}
+            for op in by_kind["start"]:
+                first.setdefault(op.params[2], op)
+            rows = conn.execute(START_MANY, _columns(list(first.values()))).fetchall()
+            started = {job_id: Started(checkpoint, bool(cancel)) for job_id, checkpoint, cancel in rows}
+            for job_id, op in first.items():
+                results[id(op)] = started.get(job_id)
+        for op in by_kind.get("progress", ()):
+            row = conn.execute(PROGRESS, op.params).fetchone()
+            results[id(op)] = bool(row[0]) if row else False
+        return [results.get(id(op)) for op in batch]
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
-            self._conn = self._connect()
+            conn = self._connect()
+            conn.autocommit = True
+            conn.execute(f"SET synchronous_commit TO {'on' if self._durable else 'off'}")
+            self._conn = conn
         return self._conn
 
     def _reset(self) -> None:

@@ -1,41 +1,37 @@
-"""The producer path: validate, derive the job id, deduplicate, record QUEUED, enqueue.
+"""The producer path: validate, derive the job id, deduplicate and enqueue, record QUEUED.
 
-The QUEUED row and the enqueue happen in one Postgres transaction that commits after Redis
-accepted the message: the unique `job_id` makes a concurrent second send wait for the first and
-then answer `duplicate=True`; a Redis failure rolls the row back, so nothing is half-sent. The
-checks run before the broker is called, never in a `before_enqueue` hook, because Dramatiq
-swallows plain exceptions raised by hooks (DESIGN §3).
+Dedup and enqueue are one atomic Redis call (`gate.py`), so a send costs about what a bare
+Dramatiq enqueue costs. The QUEUED row is handed to a group-commit writer and written within
+milliseconds (`run_writer.py`); a worker that starts the job first creates the row itself. When
+that writer cannot reach Postgres, new sends raise `TrackingUnavailable` before anything is
+enqueued. The checks run before the broker is called, never in a `before_enqueue` hook:
+Dramatiq swallows plain exceptions raised by hooks (DESIGN §3).
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 import redis
-from psycopg.types.json import Jsonb
 
 from ..contracts.base import Payload
 from ..errors import BrokerUnavailable, TrackingUnavailable
 from .context import request_id_var
+from .gate import EnqueueGate
 from .message import build_message
+from .run_writer import RunWriter
 
 if TYPE_CHECKING:
-    import dramatiq
     from psycopg_pool import ConnectionPool
 
     from .spec import JobSpec
 
-INSERT_QUEUED = """
-INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id,
-                      payload, attempt, request_id, message_id, queued_at)
-VALUES (%s, %s, %s, %s, 'QUEUED', %s, %s, %s, 0, %s, %s, now())
-ON CONFLICT (job_id) DO NOTHING
-RETURNING message_id
-"""
-SELECT_EXISTING = "SELECT message_id, status FROM job_runs WHERE job_id = %s"
+SELECT_EXISTING = "SELECT status FROM job_runs WHERE job_id = %s"
 
 
 @dataclass(frozen=True)
@@ -47,8 +43,9 @@ class SendResult:
 
 
 class Sender:
-    def __init__(self, broker: dramatiq.Broker, pool: ConnectionPool) -> None:
-        self.broker = broker
+    def __init__(self, gate: EnqueueGate, writer: RunWriter, pool: ConnectionPool) -> None:
+        self.gate = gate
+        self.writer = writer
         self.pool = pool
 
     def send(
@@ -61,6 +58,8 @@ class Sender:
     ) -> SendResult:
         model = spec.build(payload)  # PayloadError before Redis or Postgres is touched
         job_id = spec.job_id(model)
+        if not self.writer.healthy:
+            raise TrackingUnavailable(f"cannot record {job_id}: {self.writer.last_error}")
         entity_id = spec.entity_id(model) or None
         request_id = request_id or request_id_var.get()
         message = build_message(
@@ -73,28 +72,42 @@ class Sender:
             entity_id=entity_id,
             request_id=request_id,
         )
-        params = (
-            model.org_id,
-            spec.name,
-            job_id,
-            spec.queue,
-            spec.entity_type,
-            entity_id,
-            Jsonb(message.args[0]),
-            request_id,
-            message.message_id,
+        try:
+            holder = self.gate.enqueue_once(message, job_id, delay_ms=delay_ms)
+        except redis.RedisError as exc:
+            raise BrokerUnavailable(f"cannot enqueue {job_id}: {exc}") from exc
+        if holder is not None:
+            return SendResult(job_id, holder, duplicate=True, status=self._status(job_id))
+        self.writer.record_queued(
+            (
+                model.org_id,
+                spec.name,
+                job_id,
+                spec.queue,
+                spec.entity_type,
+                entity_id,
+                json.dumps(message.args[0], separators=(",", ":")),
+                request_id,
+                message.message_id,
+                _utc(message.options["sent_at"]),
+            )
         )
+        return SendResult(job_id, message.message_id, duplicate=False, status="QUEUED")
+
+    def flush(self, timeout: float = 10) -> bool:
+        """Wait until the QUEUED rows of every send so far are written."""
+        return self.writer.flush(timeout)
+
+    def _status(self, job_id: str) -> str:
         try:
             with self.pool.connection() as conn:
-                row = conn.execute(INSERT_QUEUED, params).fetchone()
-                if row is None:
-                    existing = conn.execute(SELECT_EXISTING, (job_id,)).fetchone()
-                    message_id, status = existing if existing else (None, "UNKNOWN")
-                    return SendResult(job_id, message_id, duplicate=True, status=status)
-                try:
-                    self.broker.enqueue(message, delay=delay_ms)
-                except redis.RedisError as exc:
-                    raise BrokerUnavailable(f"cannot enqueue {job_id}: {exc}") from exc
-        except psycopg.Error as exc:
-            raise TrackingUnavailable(f"cannot record {job_id}: {exc}") from exc
-        return SendResult(job_id, message.message_id, duplicate=False, status="QUEUED")
+                row = conn.execute(SELECT_EXISTING, (job_id,)).fetchone()
+        except psycopg.Error:
+            return "UNKNOWN"
+        return str(row[0]) if row else "QUEUED"
+
+
+def _utc(epoch: float) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC) if epoch else datetime.fromtimestamp(time.time(), UTC)

@@ -21,7 +21,10 @@ def test_send_records_queued_and_the_worker_completes_it(fleet) -> None:
     org = uuid.uuid4()
     sent = fleet.jobs["echo"].send(_echo(org, "hello"), request_id="req-1")
     assert not sent.duplicate and sent.message_id
-    run = wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED" and r, what="COMPLETED")
+    run = wait_for(
+        lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED" and r,
+        what="COMPLETED",
+    )
     assert run.result == {"echo": "hello", "attempt": 1}
     assert run.request_id == "req-1"
     assert run.attempt == 1
@@ -31,7 +34,9 @@ def test_duplicate_send_enqueues_nothing(runtime) -> None:
     org = uuid.uuid4()
     first = ECHO.send(_echo(org, "once"))
     second = ECHO.send(_echo(org, "once"))
-    assert second.duplicate and second.job_id == first.job_id and second.message_id == first.message_id
+    assert (
+        second.duplicate and second.job_id == first.job_id and second.message_id == first.message_id
+    )
     ns = runtime.settings.broker_namespace
     assert runtime.broker.client.llen(f"{ns}:testq") == 1
 
@@ -39,7 +44,9 @@ def test_duplicate_send_enqueues_nothing(runtime) -> None:
 def test_invalid_payload_raises_with_field_paths_before_redis(runtime) -> None:
     org = uuid.uuid4()
     with pytest.raises(PayloadError) as err:
-        ECHO.send({"v": 2, "org_id": str(org), "entity_id": "not-a-uuid", "message": "x", "extra": 1})
+        ECHO.send(
+            {"v": 2, "org_id": str(org), "entity_id": "not-a-uuid", "message": "x", "extra": 1}
+        )
     locs = {".".join(map(str, e["loc"])) for e in err.value.errors}
     assert {"entity_id", "extra"} <= locs
     assert runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq") == 0
@@ -48,13 +55,16 @@ def test_invalid_payload_raises_with_field_paths_before_redis(runtime) -> None:
 def test_old_version_is_upgraded_before_the_handler_sees_it(fleet) -> None:
     org = uuid.uuid4()
     sent = fleet.jobs["echo"].send(_echo(org, "legacy", v=1))
-    run = wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED" and r)
+    run = wait_for(
+        lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED" and r
+    )
     assert run.result["echo"] == "legacy"
 
 
 def test_another_org_cannot_see_the_run(runtime) -> None:
     org = uuid.uuid4()
     sent = ECHO.send(_echo(org, "mine"))
+    assert runtime.sender.flush(5)
     assert runs.find(sent.job_id, org_id=org) is not None
     assert runs.find(sent.job_id, org_id=uuid.uuid4()) is None
 
@@ -62,7 +72,9 @@ def test_another_org_cannot_see_the_run(runtime) -> None:
 def test_retriable_error_retries_then_goes_dead_with_its_error(fleet) -> None:
     org = uuid.uuid4()
     sent = fleet.jobs["echo"].send(_echo(org, "boom"))
-    run = wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "DEAD" and r, timeout=15)
+    run = wait_for(
+        lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "DEAD" and r, timeout=15
+    )
     assert run.attempt == 3 and run.error_code == "RUNTIMEERROR"
     assert "attempts exhausted (3/3)" in (run.error or "")
 
@@ -77,5 +89,7 @@ def test_permanent_error_is_dead_at_once(fleet) -> None:
 def test_already_done_counts_as_success(fleet) -> None:
     org = uuid.uuid4()
     sent = fleet.jobs["echo"].send(_echo(org, "done-before"))
-    run = wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED" and r)
+    run = wait_for(
+        lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED" and r
+    )
     assert run.result == {"already_done": "it was done earlier"}

@@ -1,0 +1,55 @@
+"""Atomic dedup + enqueue in one Redis round trip.
+
+The job id is claimed (SET NX with the dedup window as TTL) and the message enqueued by one
+Lua script, so 1,000 concurrent sends of one job id give one message, and a send costs one
+Redis round trip like a bare Dramatiq enqueue. `job_runs` keeps the unique job id for as long
+as the run is retained: a message that slips through after the Redis key is gone (window over,
+Redis data lost) finds its run finished when a worker starts it and is acknowledged unrun.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+from uuid import uuid4
+
+import dramatiq
+from dramatiq.common import current_millis, dq_name
+
+SCRIPT = resources.files(__package__).joinpath("lua/enqueue_once.lua").read_text()
+
+
+def dedup_key(namespace: str, job_id: str) -> str:
+    return f"{namespace}:jobfleet:job-id:{job_id}"
+
+
+class EnqueueGate:
+    def __init__(self, broker: Any, *, window_ms: int) -> None:
+        self.broker = broker
+        self.namespace: str = broker.namespace
+        self.window_ms = window_ms
+        self._script = broker.client.register_script(SCRIPT)
+
+    def enqueue_once(self, message: dramatiq.Message[Any], job_id: str, *, delay_ms: int | None = None) -> str | None:
+        """Enqueue `message` unless `job_id` is taken; returns the holder's message id if taken."""
+        queue_name = message.queue_name
+        options: dict[str, Any] = {"redis_message_id": str(uuid4())}
+        if delay_ms is not None:
+            queue_name = dq_name(queue_name)
+            options["eta"] = current_millis() + delay_ms
+        message = message.copy(queue_name=queue_name, options=options)
+        self.broker.emit_before("enqueue", message, delay_ms)
+        full = f"{self.namespace}:{queue_name}"
+        holder = self._script(
+            keys=[dedup_key(self.namespace, job_id), f"{full}.msgs", full],
+            args=[message.message_id, self.window_ms, options["redis_message_id"], message.encode()],
+        )
+        if holder is not None:
+            return holder.decode() if isinstance(holder, bytes) else str(holder)
+        self.broker.emit_after("enqueue", message, delay_ms)
+        return None
+
+    def forget(self, job_ids: list[str]) -> None:
+        """Release job ids (their runs were purged), so they can be sent again."""
+        if job_ids:
+            self.broker.client.delete(*(dedup_key(self.namespace, j) for j in job_ids))
