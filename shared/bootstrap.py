@@ -24,13 +24,15 @@ from .observability.metrics import ScrapeCollector
 from .runtime import Runtime, set_runtime
 
 
-def health_server(settings: Settings, service: str, client: Any, queues: list[str]) -> HealthServer | None:
+def health_server(
+    settings: Settings, service: str, client: Any, queues: list[str]
+) -> HealthServer | None:
     if not settings.health_port:
         return None
 
     def sample() -> dict[str, dict[Any, float]]:
         return {
-            "depth": probes.queue_depths(client, settings, queues),  # type: ignore[dict-item]
+            "depth": probes.queue_depths(client, settings, queues),
             "outbox": {"pending": probes.outbox_pending(settings)},
         }
 
@@ -38,7 +40,10 @@ def health_server(settings: Settings, service: str, client: Any, queues: list[st
         host=settings.health_host,
         port=settings.health_port,
         service=service,
-        checks={"redis": probes.redis_check(client), "postgres": probes.postgres_check(settings.database_dsn)},
+        checks={
+            "redis": probes.redis_check(client),
+            "postgres": probes.postgres_check(settings.database_dsn),
+        },
         metrics_token=settings.metrics_token,
         collector=ScrapeCollector(sample),
     )

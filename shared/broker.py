@@ -42,7 +42,7 @@ def redis_client(url: str) -> redis.Redis:
 def build_broker(
     settings: Settings, *, middleware: Sequence[dramatiq.Middleware] = ()
 ) -> FleetRedisBroker:
-    return FleetRedisBroker(
+    return FleetRedisBroker(  # type: ignore[no-untyped-call]
         client=redis_client(settings.redis_url),
         namespace=settings.broker_namespace,
         heartbeat_timeout=settings.heartbeat_timeout_ms,

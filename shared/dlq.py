@@ -23,9 +23,16 @@ from .runtime import Runtime, get_runtime
 
 
 def list_dead(
-    *, queue: str | None = None, job_name: str | None = None, org_id: UUID | None = None, limit: int = 100, runtime: Runtime | None = None
+    *,
+    queue: str | None = None,
+    job_name: str | None = None,
+    org_id: UUID | None = None,
+    limit: int = 100,
+    runtime: Runtime | None = None,
 ) -> list[RunView]:
-    return list_runs(status="DEAD", queue=queue, job_name=job_name, org_id=org_id, limit=limit, runtime=runtime)
+    return list_runs(
+        status="DEAD", queue=queue, job_name=job_name, org_id=org_id, limit=limit, runtime=runtime
+    )
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,9 @@ class Replay:
     dry_run: bool
 
 
-def replay(job_id: str, *, by: str, dry_run: bool = False, runtime: Runtime | None = None) -> Replay:
+def replay(
+    job_id: str, *, by: str, dry_run: bool = False, runtime: Runtime | None = None
+) -> Replay:
     runtime = runtime or get_runtime()
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         cur.execute("SET LOCAL synchronous_commit TO on")
@@ -79,15 +88,22 @@ def replay(job_id: str, *, by: str, dry_run: bool = False, runtime: Runtime | No
     return Replay(job_id, message.message_id, dry_run=False)
 
 
-def replay_all(*, queue: str, by: str, dry_run: bool = False, limit: int = 1000, runtime: Runtime | None = None) -> list[Replay]:
+def replay_all(
+    *, queue: str, by: str, dry_run: bool = False, limit: int = 1000, runtime: Runtime | None = None
+) -> list[Replay]:
     runtime = runtime or get_runtime()
-    return [replay(run.job_id, by=by, dry_run=dry_run, runtime=runtime) for run in list_dead(queue=queue, limit=limit, runtime=runtime)]
+    return [
+        replay(run.job_id, by=by, dry_run=dry_run, runtime=runtime)
+        for run in list_dead(queue=queue, limit=limit, runtime=runtime)
+    ]
 
 
 def history(job_id: str, *, runtime: Runtime | None = None) -> list[dict[str, Any]]:
     runtime = runtime or get_runtime()
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute("SELECT * FROM job_replays WHERE job_id = %s ORDER BY replayed_at", (job_id,)).fetchall()
+        return cur.execute(
+            "SELECT * FROM job_replays WHERE job_id = %s ORDER BY replayed_at", (job_id,)
+        ).fetchall()
 
 
 def purge(*, older_than: datetime, queue: str | None = None, runtime: Runtime | None = None) -> int:

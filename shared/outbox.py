@@ -108,17 +108,25 @@ def relay_once(runtime: Runtime, *, now: datetime, relay: str | None = None) -> 
                 (relay, now, event_id),
             )
             try:
-                result = catalog.get(job_name).send(payload, request_id=request_id)
+                # Through this relay's runtime (its broker), not the process-global one.
+                spec = catalog.get(job_name)
+                result = runtime.sender.send(spec, payload, request_id=request_id)
             except FleetError as exc:
                 attempts += 1
-                if attempts >= len(schedule) or exc.code == "INVALID_PAYLOAD" or exc.code == "UNKNOWN_JOB":
+                if (
+                    attempts >= len(schedule)
+                    or exc.code == "INVALID_PAYLOAD"
+                    or exc.code == "UNKNOWN_JOB"
+                ):
                     conn.execute(
                         "UPDATE outbox_events SET status = 'FAILED', attempts = %s, error = %s WHERE id = %s",
                         (attempts, f"{exc.code}: {exc}", event_id),
                     )
                     failed += 1
                     OUTBOX_PUBLISHED.labels("failed").inc()
-                    log.error("outbox.failed", event_id=str(event_id), job_name=job_name, error=str(exc))
+                    log.error(
+                        "outbox.failed", event_id=str(event_id), job_name=job_name, error=str(exc)
+                    )
                 else:
                     retry_at = now + timedelta(seconds=schedule[attempts - 1])
                     conn.execute(
@@ -127,7 +135,13 @@ def relay_once(runtime: Runtime, *, now: datetime, relay: str | None = None) -> 
                     )
                     retried += 1
                     OUTBOX_PUBLISHED.labels("retried").inc()
-                    log.warning("outbox.retry", event_id=str(event_id), job_name=job_name, retry_at=retry_at.isoformat(), error=str(exc))
+                    log.warning(
+                        "outbox.retry",
+                        event_id=str(event_id),
+                        job_name=job_name,
+                        retry_at=retry_at.isoformat(),
+                        error=str(exc),
+                    )
                 continue
             conn.execute(
                 "UPDATE outbox_events SET status = 'PUBLISHED', published_at = %s, attempts = %s, error = NULL WHERE id = %s",
@@ -158,7 +172,9 @@ def run_relay(runtime: Runtime, stop: threading.Event, *, interval_s: float = 1.
                 log.error("outbox.relay_error", error=str(exc))
             try:
                 if listener is None or listener.closed:
-                    listener = psycopg.connect(runtime.settings.database_dsn, autocommit=True, connect_timeout=3)
+                    listener = psycopg.connect(
+                        runtime.settings.database_dsn, autocommit=True, connect_timeout=3
+                    )
                     listener.execute(f"LISTEN {CHANNEL}")
                 for _ in listener.notifies(timeout=interval_s, stop_after=1):
                     break

@@ -13,8 +13,8 @@ from tests.support.env import test_env
 # before anything builds them.
 os.environ.update(test_env())
 
-from shared.config import Settings, get_settings  # noqa: E402
-from shared.runtime import Runtime, set_runtime  # noqa: E402
+from shared.config import Settings, get_settings
+from shared.runtime import Runtime, set_runtime
 
 
 @pytest.fixture(scope="session")

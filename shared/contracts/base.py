@@ -125,7 +125,9 @@ class Contract(Generic[P]):
     def parse(self, data: Any) -> P:
         """Worker side: any invalid or unknown payload is a permanent `InvalidPayload`."""
         if not isinstance(data, Mapping):
-            raise InvalidPayload(f"{self.job_name}: payload must be an object, got {type(data).__name__}")
+            raise InvalidPayload(
+                f"{self.job_name}: payload must be an object, got {type(data).__name__}"
+            )
         try:
             return self._upgrade(dict(data))
         except ValidationError as exc:

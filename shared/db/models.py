@@ -74,7 +74,9 @@ class JobRun(Base):
     __table_args__ = (
         Index("ix_job_runs_org_status", "org_id", "status", "queued_at"),
         Index("ix_job_runs_status_queue", "status", "queue"),
-        Index("ix_job_runs_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
+        Index(
+            "ix_job_runs_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")
+        ),
         Index("ix_job_runs_entity", "entity_type", "entity_id"),
     )
 
@@ -87,7 +89,9 @@ class JobReplay(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(Text, nullable=False, index=True)
     replayed_by: Mapped[str] = mapped_column(String(200), nullable=False)
-    replayed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    replayed_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
     previous_error_code: Mapped[str | None] = mapped_column(String(64))
     previous_error: Mapped[str | None] = mapped_column(Text)
     previous_attempt: Mapped[int | None] = mapped_column(Integer)
@@ -109,7 +113,9 @@ class OutboxEvent(Base):
     request_id: Mapped[str | None] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="PENDING")
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
-    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    next_attempt_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
     locked_by: Mapped[str | None] = mapped_column(String(200))
     locked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
@@ -117,7 +123,11 @@ class OutboxEvent(Base):
     error: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
-        Index("ix_outbox_events_pending", "next_attempt_at", postgresql_where=text("status = 'PENDING'")),
+        Index(
+            "ix_outbox_events_pending",
+            "next_attempt_at",
+            postgresql_where=text("status = 'PENDING'"),
+        ),
     )
 
 

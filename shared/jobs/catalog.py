@@ -7,9 +7,13 @@ from .ids import chain_job_id
 from .spec import JobSpec
 
 EMAIL_SEND = JobSpec(email.EMAIL_SEND, queue="email", entity_type="scheduled_email")
-EMAIL_SEQ_RUN_DUE = JobSpec(email.EMAIL_SEQ_RUN_DUE, queue="email", entity_type="email_sequence_slot")
+EMAIL_SEQ_RUN_DUE = JobSpec(
+    email.EMAIL_SEQ_RUN_DUE, queue="email", entity_type="email_sequence_slot"
+)
 AI_RUN = JobSpec(ai.AI_RUN, queue="ai", entity_type="ai_task")
-EXPORT_BUILD = JobSpec(export.EXPORT_BUILD, queue="export", entity_type="export", time_limit_ms=3_600_000)
+EXPORT_BUILD = JobSpec(
+    export.EXPORT_BUILD, queue="export", entity_type="export", time_limit_ms=3_600_000
+)
 DOC_INGEST = JobSpec(doc.DOC_INGEST, queue="doc", entity_type="document")
 DOC_OCR = JobSpec(doc.DOC_OCR, queue="doc", entity_type="document")
 DOC_EXTRACT_STRUCTURED = JobSpec(doc.DOC_EXTRACT_STRUCTURED, queue="doc", entity_type="document")

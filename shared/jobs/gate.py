@@ -30,7 +30,9 @@ class EnqueueGate:
         self.window_ms = window_ms
         self._script = broker.client.register_script(SCRIPT)
 
-    def enqueue_once(self, message: dramatiq.Message[Any], job_id: str, *, delay_ms: int | None = None) -> str | None:
+    def enqueue_once(
+        self, message: dramatiq.Message[Any], job_id: str, *, delay_ms: int | None = None
+    ) -> str | None:
         """Enqueue `message` unless `job_id` is taken; returns the holder's message id if taken."""
         queue_name = message.queue_name
         options: dict[str, Any] = {"redis_message_id": str(uuid4())}
@@ -42,7 +44,12 @@ class EnqueueGate:
         full = f"{self.namespace}:{queue_name}"
         holder = self._script(
             keys=[dedup_key(self.namespace, job_id), f"{full}.msgs", full],
-            args=[message.message_id, self.window_ms, options["redis_message_id"], message.encode()],
+            args=[
+                message.message_id,
+                self.window_ms,
+                options["redis_message_id"],
+                message.encode(),
+            ],
         )
         if holder is not None:
             return holder.decode() if isinstance(holder, bytes) else str(holder)

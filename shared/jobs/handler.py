@@ -54,7 +54,9 @@ class BoundJob(Generic[P]):
         return f"BoundJob({self.spec.name!r} -> {self.fn.__module__}.{self.fn.__qualname__})"
 
 
-def handler(spec: JobSpec[P], *, broker: dramatiq.Broker | None = None) -> Callable[[Handler[P]], BoundJob[P]]:
+def handler(
+    spec: JobSpec[P], *, broker: dramatiq.Broker | None = None
+) -> Callable[[Handler[P]], BoundJob[P]]:
     def decorate(fn: Handler[P]) -> BoundJob[P]:
         def run(data: Any) -> Any:
             payload = spec.contract.parse(data)

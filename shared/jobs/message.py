@@ -61,10 +61,14 @@ class MessageInfo:
 
 def message_info(message: dramatiq.Message[Any] | Any) -> MessageInfo:
     options = message.options
-    payload = message.args[0] if len(message.args) == 1 and not message.kwargs else {
-        "args": list(message.args),
-        "kwargs": dict(message.kwargs),
-    }
+    payload = (
+        message.args[0]
+        if len(message.args) == 1 and not message.kwargs
+        else {
+            "args": list(message.args),
+            "kwargs": dict(message.kwargs),
+        }
+    )
     queue = message.queue_name.removesuffix(".DQ")
     org = _uuid(options.get("org_id")) or _uuid(_get(payload, "org_id")) or SYSTEM_ORG
     # A message that bypassed `send` has no job id: key it by its message id so it is still

@@ -68,7 +68,9 @@ def decide(
         return Outcome("DEAD", error_code=exception.code, error=describe(exception))
     if isinstance(exception, ActorNotFound):
         return Outcome("DEAD", error_code="UNKNOWN_JOB", error=f"no handler for {exception}")
-    code = "TIMEOUT" if isinstance(exception, TimeLimitExceeded) else type(exception).__name__.upper()
+    code = (
+        "TIMEOUT" if isinstance(exception, TimeLimitExceeded) else type(exception).__name__.upper()
+    )
     if attempt >= policy.max_attempts:
         return Outcome(
             "DEAD",

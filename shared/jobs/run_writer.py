@@ -15,6 +15,7 @@ until it answers, and `healthy` turns False so that new sends fail loudly meanwh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -111,8 +112,16 @@ class RunWriter:
         linger_ms: float = 10,
         name: str = "jobfleet-run-writer",
     ) -> None:
-        self._fast = _Lane(connect, durable=False, max_batch=max_batch, linger_s=linger_ms / 1000, name=f"{name}-fast")
-        self._durable = _Lane(connect, durable=True, max_batch=max_batch, linger_s=0, name=f"{name}-durable")
+        self._fast = _Lane(
+            connect,
+            durable=False,
+            max_batch=max_batch,
+            linger_s=linger_ms / 1000,
+            name=f"{name}-fast",
+        )
+        self._durable = _Lane(
+            connect, durable=True, max_batch=max_batch, linger_s=0, name=f"{name}-durable"
+        )
 
     @property
     def healthy(self) -> bool:
@@ -123,7 +132,9 @@ class RunWriter:
     def last_error(self) -> str | None:
         return self._fast.last_error or self._durable.last_error
 
-    def start_run(self, info: MessageInfo, max_attempts: int, timeout: float = 30) -> Started | None:
+    def start_run(
+        self, info: MessageInfo, max_attempts: int, timeout: float = 30
+    ) -> Started | None:
         """RUNNING, unless the run is already COMPLETED, DEAD or CANCELED (then None)."""
         params = (
             info.org_id,
@@ -163,7 +174,9 @@ class RunWriter:
         lane = self._durable if finish.terminal else self._fast
         lane.submit("finish", params).result(timeout)
 
-    def progress(self, job_id: str, done: int, total: int, checkpoint: Any, timeout: float = 30) -> bool:
+    def progress(
+        self, job_id: str, done: int, total: int, checkpoint: Any, timeout: float = 30
+    ) -> bool:
         """Record progress (a checkpoint durably); True when an operator asked to cancel."""
         params = (
             Jsonb({"done": done, "total": total}),
@@ -192,7 +205,13 @@ class _Lane:
     """One writer thread, one connection, one transaction per batch."""
 
     def __init__(
-        self, connect: Callable[[], psycopg.Connection[Any]], *, durable: bool, max_batch: int, linger_s: float, name: str
+        self,
+        connect: Callable[[], psycopg.Connection[Any]],
+        *,
+        durable: bool,
+        max_batch: int,
+        linger_s: float,
+        name: str,
     ) -> None:
         self._connect = connect
         self._durable = durable
@@ -263,7 +282,9 @@ class _Lane:
                 results = self._write(batch)
             except Exception as exc:  # a bug or an outage must not hang the caller threads
                 self._reset()
-                transient = isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure)
+                transient = isinstance(
+                    exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
+                )
                 if attempt == 1 and transient:
                     continue
                 self._failed(batch, exc)
@@ -313,7 +334,9 @@ class _Lane:
             for op in by_kind["start"]:
                 first.setdefault(op.params[2], op)
             rows = conn.execute(START_MANY, _columns(list(first.values()))).fetchall()
-            started = {job_id: Started(checkpoint, bool(cancel)) for job_id, checkpoint, cancel in rows}
+            started = {
+                job_id: Started(checkpoint, bool(cancel)) for job_id, checkpoint, cancel in rows
+            }
             for job_id, op in first.items():
                 results[id(op)] = started.get(job_id)
         for op in by_kind.get("progress", ()):
@@ -331,8 +354,6 @@ class _Lane:
 
     def _reset(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self._conn.close()
-            except psycopg.Error:
-                pass
         self._conn = None

@@ -47,7 +47,10 @@ class RunView:
     replay_count: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: (v.isoformat() if isinstance(v, datetime) else str(v) if isinstance(v, UUID) else v) for k, v in self.__dict__.items()}
+        return {
+            k: (v.isoformat() if isinstance(v, datetime) else str(v) if isinstance(v, UUID) else v)
+            for k, v in self.__dict__.items()
+        }
 
 
 def find(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) -> RunView | None:
@@ -75,7 +78,13 @@ def list_runs(
 ) -> list[RunView]:
     runtime = runtime or get_runtime()
     where, params = ["TRUE"], []
-    for column, value in (("org_id", org_id), ("status", status), ("job_name", job_name), ("queue", queue), ("entity_id", entity_id)):
+    for column, value in (
+        ("org_id", org_id),
+        ("status", status),
+        ("job_name", job_name),
+        ("queue", queue),
+        ("entity_id", entity_id),
+    ):
         if value is not None:
             where.append(f"{column} = %s")
             params.append(value)
@@ -109,4 +118,6 @@ def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) 
         if status == "RUNNING":
             conn.execute("UPDATE job_runs SET cancel_requested = TRUE WHERE job_id = %s", (job_id,))
             return "CANCEL_REQUESTED"
-        raise InvalidState(f"{job_id} is {status}; only QUEUED, FAILED or RUNNING runs can be canceled")
+        raise InvalidState(
+            f"{job_id} is {status}; only QUEUED, FAILED or RUNNING runs can be canceled"
+        )

@@ -46,7 +46,9 @@ class JobSpec(Generic[P]):
     def job_id(self, payload: P) -> str:
         if self.custom_id is not None:
             return self.custom_id(payload)
-        return stable_job_id(payload.org_id, self.name, self.entity_id(payload), payload.stable_part())
+        return stable_job_id(
+            payload.org_id, self.name, self.entity_id(payload), payload.stable_part()
+        )
 
     def send(
         self,

@@ -27,7 +27,9 @@ class Heartbeat(Middleware):
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, args=(broker,), name="jobfleet-heartbeat", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(broker,), name="jobfleet-heartbeat", daemon=True
+        )
         self._thread.start()
 
     def after_worker_shutdown(self, broker: dramatiq.Broker, worker: Any) -> None:
@@ -37,7 +39,9 @@ class Heartbeat(Middleware):
         failing = False
         while not self._stop.wait(self.interval_s):
             try:
-                for queue in sorted(broker.get_declared_queues() | broker.get_declared_delay_queues()):
+                for queue in sorted(
+                    broker.get_declared_queues() | broker.get_declared_delay_queues()
+                ):
                     broker.maintain(queue)
                 if failing:
                     log.info("heartbeat.recovered")

@@ -25,7 +25,14 @@ class LogContext(Middleware):
             request_id=info.request_id,
         )
 
-    def after_process_message(self, broker: dramatiq.Broker, message: Any, *, result: Any = None, exception: BaseException | None = None) -> None:
+    def after_process_message(
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+    ) -> None:
         structlog.contextvars.unbind_contextvars(*_KEYS)
 
     def after_skip_message(self, broker: dramatiq.Broker, message: Any) -> None:

@@ -22,7 +22,14 @@ class Metrics(Middleware):
             LATENCY.labels(message.queue_name).observe(max(0.0, time.time() - sent_at))
         message.fleet_metrics_t0 = time.perf_counter()
 
-    def after_process_message(self, broker: dramatiq.Broker, message: Any, *, result: Any = None, exception: BaseException | None = None) -> None:
+    def after_process_message(
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+    ) -> None:
         outcome = getattr(message, "fleet_outcome", None)
         status = outcome.status if outcome is not None else ("ERROR" if exception else "COMPLETED")
         queue = message.queue_name.removesuffix(".DQ")

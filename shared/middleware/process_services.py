@@ -17,7 +17,13 @@ log = structlog.get_logger("jobfleet.process")
 
 
 class ProcessServices(Middleware):
-    def __init__(self, *, service: str, make_server: Callable[[], HealthServer | None], on_stop: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        *,
+        service: str,
+        make_server: Callable[[], HealthServer | None],
+        on_stop: Callable[[], None],
+    ) -> None:
         self.service = service
         self.make_server = make_server
         self.on_stop = on_stop

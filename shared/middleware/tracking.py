@@ -43,7 +43,9 @@ class Tracking(Middleware):
     #: "unhandled exception" error log.
     actor_options = {"job_spec", "throws"}
 
-    def __init__(self, settings: Settings, writer: RunWriter, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, settings: Settings, writer: RunWriter, *, rng: random.Random | None = None
+    ) -> None:
         self.settings = settings
         self.writer = writer
         self.rng = rng or random.Random()
@@ -55,7 +57,7 @@ class Tracking(Middleware):
             spec = broker.get_actor(job_name).options.get("job_spec")
         spec = spec or catalog.BY_NAME.get(job_name)
         if spec is not None and spec.retry is not None:
-            return spec.retry  # type: ignore[no-any-return]
+            return spec.retry
         return self.settings.retry_policy(queue)
 
     def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
@@ -137,11 +139,12 @@ class Tracking(Middleware):
             result_max_bytes=self.settings.result_max_bytes,
         )
         message.fleet_outcome = outcome
-        if outcome.requeue_delay_ms is not None:
-            # Enqueue the retry before recording FAILED: a crash in between leaves a RUNNING
-            # row with a pending retry (which will update it), never a FAILED row with none.
-            if not self._requeue(broker, message, outcome.requeue_delay_ms, attempt=outcome.next_attempt):
-                return
+        # Enqueue the retry before recording FAILED: a crash in between leaves a RUNNING row
+        # with a pending retry (which will update it), never a FAILED row with none.
+        if outcome.requeue_delay_ms is not None and not self._requeue(
+            broker, message, outcome.requeue_delay_ms, attempt=outcome.next_attempt
+        ):
+            return
         finish = Finish(
             job_id=info.job_id,
             status=outcome.status,
@@ -179,10 +182,14 @@ class Tracking(Middleware):
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    def _requeue(self, broker: dramatiq.Broker, message: Any, delay_ms: int, *, attempt: int | None) -> bool:
+    def _requeue(
+        self, broker: dramatiq.Broker, message: Any, delay_ms: int, *, attempt: int | None
+    ) -> bool:
         options = {} if attempt is None else {"attempt": attempt}
         try:
-            broker.enqueue(message._message.copy(options={**message.options, **options}), delay=delay_ms)
+            broker.enqueue(
+                message._message.copy(options={**message.options, **options}), delay=delay_ms
+            )
             return True
         except Exception as exc:
             # Nack: the message stays in Redis's dead-letter set rather than vanish on ack.

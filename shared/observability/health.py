@@ -49,7 +49,9 @@ class HealthServer:
         self.metrics_token = metrics_token
         self.collector = collector
         self._httpd = _Server((host, port), self._handler())
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="jobfleet-health", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="jobfleet-health", daemon=True
+        )
 
     @property
     def port(self) -> int:
@@ -57,7 +59,11 @@ class HealthServer:
 
     def start(self) -> HealthServer:
         self._thread.start()
-        log.info("health.serving", service=self.service, url=f"http://{self._httpd.server_address[0]}:{self.port}/health/ready")
+        log.info(
+            "health.serving",
+            service=self.service,
+            url=f"http://{self._httpd.server_address[0]!s}:{self.port}/health/ready",
+        )
         return self
 
     def stop(self) -> None:
@@ -84,7 +90,14 @@ class HealthServer:
                     self._json(200, {"status": "live", "service": server.service})
                 elif path == "/health/ready":
                     ok, report = server.ready()
-                    self._json(200 if ok else 503, {"status": "ready" if ok else "not ready", "service": server.service, "checks": report})
+                    self._json(
+                        200 if ok else 503,
+                        {
+                            "status": "ready" if ok else "not ready",
+                            "service": server.service,
+                            "checks": report,
+                        },
+                    )
                 elif path == "/metrics":
                     if not self._authorized():
                         self._json(401, {"error": "bearer token required"})
@@ -92,7 +105,13 @@ class HealthServer:
                     body = render(server.collector)
                     self._send(200, body, "text/plain; version=0.0.4; charset=utf-8")
                 else:
-                    self._json(404, {"error": "not found", "paths": ["/health/live", "/health/ready", "/metrics"]})
+                    self._json(
+                        404,
+                        {
+                            "error": "not found",
+                            "paths": ["/health/live", "/health/ready", "/metrics"],
+                        },
+                    )
 
             def _authorized(self) -> bool:
                 if not server.metrics_token:

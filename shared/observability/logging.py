@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import structlog
 
 #: Payload keys whose values never reach a log line.
-SECRET_KEYS = frozenset({"password", "secret", "token", "private_key", "api_key", "authorization", "otp", "code"})
+SECRET_KEYS = frozenset(
+    {"password", "secret", "token", "private_key", "api_key", "authorization", "otp", "code"}
+)
 
 
 def redact(value: Any) -> Any:
@@ -24,11 +27,13 @@ def redact(value: Any) -> Any:
     return value
 
 
-def _redact_processor(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
-    return redact(event)  # type: ignore[no-any-return]
+def _redact_processor(_: Any, __: str, event: MutableMapping[str, Any]) -> Mapping[str, Any]:
+    return redact(dict(event))  # type: ignore[no-any-return]
 
 
-def configure_logging(*, level: str = "INFO", fmt: str = "json", process: str | None = None) -> None:
+def configure_logging(
+    *, level: str = "INFO", fmt: str = "json", process: str | None = None
+) -> None:
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -45,7 +50,11 @@ def configure_logging(*, level: str = "INFO", fmt: str = "json", process: str | 
     )
     structlog.configure(
         # Drop events below the level before any processor runs (the hot path logs at INFO).
-        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

@@ -15,12 +15,32 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-JOBS = Counter("jobfleet_jobs_total", "Finished attempts by job, queue and status", ["job", "queue", "status"])
+JOBS = Counter(
+    "jobfleet_jobs_total", "Finished attempts by job, queue and status", ["job", "queue", "status"]
+)
 DURATION = Histogram(
     "jobfleet_job_duration_seconds",
     "Handler duration by job and queue",
     ["job", "queue"],
-    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600),
+    buckets=(
+        0.001,
+        0.005,
+        0.01,
+        0.025,
+        0.05,
+        0.1,
+        0.25,
+        0.5,
+        1,
+        2.5,
+        5,
+        10,
+        30,
+        60,
+        300,
+        900,
+        3600,
+    ),
 )
 LATENCY = Histogram(
     "jobfleet_job_start_latency_seconds",
@@ -29,8 +49,12 @@ LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 300),
 )
 ENQUEUED = Counter("jobfleet_sends_total", "Sends by job and result", ["job", "result"])
-OUTBOX_PUBLISHED = Counter("jobfleet_outbox_published_total", "Outbox events by outcome", ["outcome"])
-UP = Gauge("jobfleet_process_up", "1 while the process serves", ["service"], multiprocess_mode="liveall")
+OUTBOX_PUBLISHED = Counter(
+    "jobfleet_outbox_published_total", "Outbox events by outcome", ["outcome"]
+)
+UP = Gauge(
+    "jobfleet_process_up", "1 while the process serves", ["service"], multiprocess_mode="liveall"
+)
 
 
 class ScrapeCollector(Collector):
@@ -44,8 +68,10 @@ class ScrapeCollector(Collector):
             values = self.sample()
         except Exception:  # a scrape must not fail because Redis or Postgres is down
             return []
-        depth = GaugeMetricFamily("jobfleet_queue_depth", "Messages by queue and state", labels=["queue", "state"])
-        for (queue, state), value in values.get("depth", {}).items():  # type: ignore[misc]
+        depth = GaugeMetricFamily(
+            "jobfleet_queue_depth", "Messages by queue and state", labels=["queue", "state"]
+        )
+        for (queue, state), value in values.get("depth", {}).items():
             depth.add_metric([queue, state], value)
         outbox = GaugeMetricFamily("jobfleet_outbox_pending", "Outbox events not yet published")
         for _, value in values.get("outbox", {}).items():
@@ -56,7 +82,7 @@ class ScrapeCollector(Collector):
 def render(extra: Collector | None = None) -> bytes:
     registry = CollectorRegistry()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        MultiProcessCollector(registry)
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     else:
         from prometheus_client import REGISTRY
 

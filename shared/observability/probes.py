@@ -40,7 +40,9 @@ def queue_depths(
         depth[(q, "ready")] = float(values[2 * i])
         depth[(q, "delayed")] = float(values[2 * i + 1])
     with psycopg.connect(settings.database_dsn, connect_timeout=2) as conn:
-        rows = conn.execute("SELECT queue, count(*) FROM job_runs WHERE status = 'DEAD' GROUP BY queue").fetchall()
+        rows = conn.execute(
+            "SELECT queue, count(*) FROM job_runs WHERE status = 'DEAD' GROUP BY queue"
+        ).fetchall()
     dead = {q: float(n) for q, n in rows}
     for q in names:
         depth[(q, "dead")] = dead.get(q, 0.0)

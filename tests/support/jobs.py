@@ -38,7 +38,11 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-ECHO = JobSpec(Contract[EchoV2]("test:echo", (EchoV1, EchoV2), {1: _v1_to_v2}), queue="testq", entity_type="echo")
+ECHO = JobSpec(
+    Contract[EchoV2]("test:echo", (EchoV1, EchoV2), {1: _v1_to_v2}),
+    queue="testq",
+    entity_type="echo",
+)
 
 
 class SleepV1(Payload):
