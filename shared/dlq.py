@@ -107,7 +107,8 @@ def history(job_id: str, *, runtime: Runtime | None = None) -> list[dict[str, An
 
 
 def purge(*, older_than: datetime, queue: str | None = None, runtime: Runtime | None = None) -> int:
-    """Delete DEAD runs that died before `older_than`; returns how many."""
+    """Delete DEAD runs that died before `older_than` and release their job ids (so they can
+    be sent again); returns how many."""
     runtime = runtime or get_runtime()
     sql = "DELETE FROM job_runs WHERE status = 'DEAD' AND finished_at < %s"
     params: list[Any] = [older_than]
@@ -115,4 +116,7 @@ def purge(*, older_than: datetime, queue: str | None = None, runtime: Runtime | 
         sql += " AND queue = %s"
         params.append(queue)
     with runtime.pool.connection() as conn:
-        return conn.execute(sql, params).rowcount
+        conn.execute("SET LOCAL synchronous_commit TO on")
+        job_ids = [row[0] for row in conn.execute(sql + " RETURNING job_id", params).fetchall()]
+    runtime.sender.gate.forget(job_ids)
+    return len(job_ids)
