@@ -1,0 +1,1 @@
+"""Compiled reference contracts (written by `node contracts/build.mjs`; do not edit)."""

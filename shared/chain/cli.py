@@ -1,0 +1,221 @@
+"""`fleet chain ...` and `fleet wallets ...` (registered lazily by `shared.cli.main`).
+
+    fleet chain deploy [--dev]     deploy the reference contracts, record their addresses
+    fleet chain status             node, chain id, recorded contracts, operator wallet
+    fleet wallets new-kek          print a fresh key-encryption key for CHAIN_KEKS
+    fleet wallets import           store a private key read from stdin (operator or embedded)
+    fleet wallets create           generate an embedded wallet, print its address
+    fleet wallets list             addresses, kinds and the KEK id of their keys
+    fleet wallets rotate-kek       re-seal every key under CHAIN_KEK_ID
+
+Private keys are read from stdin (never from arguments, which land in shell history and `ps`)
+and never printed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+
+from ..cli import output
+from ..config import Settings, get_settings
+from .keys import Keyring, new_kek
+
+app = typer.Typer(help="Blockchain: reference contracts, node status.", no_args_is_help=True)
+wallets_app = typer.Typer(
+    help="Custodial wallets (keys encrypted at rest with AES-256-GCM).", no_args_is_help=True
+)
+
+
+@contextmanager
+def _db(settings: Settings) -> Iterator[Any]:
+    import psycopg
+
+    with psycopg.connect(settings.database_dsn, connect_timeout=5) as conn, conn.transaction():
+        conn.execute("SET LOCAL synchronous_commit TO on")
+        yield conn
+
+
+def _keyring(settings: Settings) -> Keyring:
+    return Keyring.from_settings(settings.chain_keks, settings.chain_kek_id)
+
+
+@app.command("deploy")
+def deploy(
+    dev: Annotated[
+        bool,
+        typer.Option(
+            "--dev", help="Deploy with anvil's first dev account and store it as the operator."
+        ),
+    ] = False,
+    ticket_price_wei: Annotated[
+        int, typer.Option(help="Ticket price of the lottery's rounds.")
+    ] = 10**15,
+    round_duration_s: Annotated[int, typer.Option(help="Length of a round.")] = 3_600,
+    min_players: Annotated[int, typer.Option(help="Players needed for a draw.")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Deploy coordinator, lottery and badge NFT with the operator key; record them per chain."""
+    from .client import ChainClient
+    from .deploy import LotteryConfig, deploy_reference
+    from .devnet import dev_accounts
+    from .registry import record_deployment
+    from .wallets import OPERATOR, load_operator, store_wallet
+
+    settings = get_settings()
+    client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
+    chain_id = client.check_chain(settings.chain_id)
+    keyring = _keyring(settings)
+    with _db(settings) as conn:
+        operator = load_operator(conn, keyring)
+        if operator is None and dev:
+            operator = dev_accounts(1)[0]
+            store_wallet(conn, keyring, bytes(operator.key), kind=OPERATOR)
+        if operator is None:
+            raise typer.BadParameter(
+                "no operator wallet: `fleet wallets import --operator` first (or --dev)"
+            )
+        config = LotteryConfig(ticket_price_wei, round_duration_s, min_players)
+        deployed = deploy_reference(client, operator, operator=operator.address, config=config)
+        for deployment in deployed.values():
+            record_deployment(conn, chain_id, deployment)
+    result = {
+        "chain_id": chain_id,
+        "operator": operator.address,
+        **{n: d.address for n, d in deployed.items()},
+    }
+    if as_json:
+        output.print_json(result)
+    else:
+        output.print_fields(result, title="Deployed")
+
+
+@app.command("status")
+def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Node head, chain id, recorded contracts and the operator wallet's balance."""
+    from .client import ChainClient, safe_url
+    from .registry import deployments
+    from .wallets import operator_address
+
+    settings = get_settings()
+    client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
+    chain_id = client.check_chain(settings.chain_id)
+    with _db(settings) as conn:
+        contracts = {name: d.address for name, d in deployments(conn, chain_id).items()}
+        operator = operator_address(conn)
+    result: dict[str, Any] = {
+        "rpc": safe_url(settings.chain_rpc_url),
+        "chain_id": chain_id,
+        "block": client.block_number(),
+        "operator": operator,
+        "operator_balance_wei": client.balance(operator) if operator else None,
+        **contracts,
+    }
+    if as_json:
+        output.print_json(result)
+    else:
+        output.print_fields(result, title="Chain")
+
+
+@wallets_app.command("new-kek")
+def wallets_new_kek() -> None:
+    """Print a fresh random KEK (base64, 32 bytes) to add to CHAIN_KEKS under a new id."""
+    print(new_kek())
+
+
+@wallets_app.command("import")
+def wallets_import(
+    operator: Annotated[
+        bool, typer.Option("--operator", help="Store as the operator wallet.")
+    ] = False,
+    owner_ref: Annotated[
+        str | None, typer.Option(help="Who the embedded wallet belongs to (user id).")
+    ] = None,
+) -> None:
+    """Read a hex private key from stdin and store it sealed under CHAIN_KEK_ID."""
+    from .wallets import EMBEDDED, OPERATOR, store_wallet
+
+    text = (
+        sys.stdin.readline()
+        if not sys.stdin.isatty()
+        else typer.prompt("private key", hide_input=True)
+    ).strip()
+    try:
+        key = bytes.fromhex(text.removeprefix("0x"))
+    except ValueError:
+        raise typer.BadParameter("expected a hex private key on stdin") from None
+    if len(key) != 32:
+        raise typer.BadParameter("expected a 32-byte hex private key on stdin")
+    settings = get_settings()
+    with _db(settings) as conn:
+        address = store_wallet(
+            conn,
+            _keyring(settings),
+            key,
+            kind=OPERATOR if operator else EMBEDDED,
+            owner_ref=owner_ref,
+        )
+    output.out.print(f"stored {'operator' if operator else 'embedded'} wallet {address}")
+
+
+@wallets_app.command("create")
+def wallets_create(
+    owner_ref: Annotated[
+        str | None, typer.Option(help="Who the embedded wallet belongs to (user id).")
+    ] = None,
+) -> None:
+    """Generate an embedded wallet; its key is stored sealed and never shown."""
+    from Crypto.Random import get_random_bytes
+
+    from .wallets import EMBEDDED, store_wallet
+
+    settings = get_settings()
+    with _db(settings) as conn:
+        address = store_wallet(
+            conn, _keyring(settings), get_random_bytes(32), kind=EMBEDDED, owner_ref=owner_ref
+        )
+    output.out.print(address)
+
+
+@wallets_app.command("list")
+def wallets_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Wallets with their kind and the id of the KEK their key is sealed with."""
+    settings = get_settings()
+    with _db(settings) as conn:
+        rows = conn.execute(
+            "SELECT address, kind, kek_id, owner_ref, created_at FROM wallets"
+            " ORDER BY kind DESC, created_at"
+        ).fetchall()
+    items = [
+        dict(zip(("address", "kind", "kek_id", "owner_ref", "created_at"), r, strict=True))
+        for r in rows
+    ]
+    if as_json:
+        output.print_json(items)
+        return
+    output.print_table(
+        ("address", "kind", "kek", "owner"),
+        ((r["address"], r["kind"], r["kek_id"] or "-", r["owner_ref"] or "-") for r in items),
+        title="Wallets",
+    )
+
+
+@wallets_app.command("rotate-kek")
+def wallets_rotate_kek() -> None:
+    """Re-seal every stored key under CHAIN_KEK_ID (old KEKs must still be in CHAIN_KEKS)."""
+    from .wallets import count_by_kek, rotate_kek
+
+    settings = get_settings()
+    keyring = _keyring(settings)
+    with _db(settings) as conn:
+        done = rotate_kek(conn, keyring)
+        counts = count_by_kek(conn)
+    output.out.print(
+        f"re-sealed {done} key(s) under {keyring.current_id!r}; keys per KEK: {counts}"
+    )

@@ -1,0 +1,116 @@
+"""A local EVM node for development and tests: anvil from the npm package `@foundry-rs/anvil`.
+
+`npm ci` at the repository root installs the binary (shipped inside the registry package, no
+download at run time). Anvil's default accounts come from its public development mnemonic:
+their keys are well known, hold test ether only, and are never printed (anvil runs `--quiet`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .client import ChainClient
+from .errors import RpcUnavailable
+
+if TYPE_CHECKING:
+    from eth_account.signers.local import LocalAccount
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Anvil's (and Hardhat's) public development mnemonic: test accounts only, never real funds.
+DEV_MNEMONIC = "test test test test test test test test test test test junk"
+_PLATFORMS = {
+    ("Linux", "x86_64"): "linux-amd64",
+    ("Linux", "aarch64"): "linux-arm64",
+    ("Darwin", "arm64"): "darwin-arm64",
+}
+
+
+def anvil_binary() -> str:
+    """`$ANVIL_BIN`, else the platform binary under node_modules, else `anvil` on PATH."""
+    if env := os.environ.get("ANVIL_BIN"):
+        return env
+    suffix = _PLATFORMS.get((platform.system(), platform.machine()))
+    if suffix:
+        candidate = ROOT / "node_modules" / "@foundry-rs" / f"anvil-{suffix}" / "bin" / "anvil"
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("anvil")
+    if found:
+        return found
+    raise FileNotFoundError(
+        "anvil not found: run `npm ci` at the repository root (or set ANVIL_BIN)"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Anvil:
+    process: subprocess.Popen[bytes]
+    url: str
+    chain_id: int
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_anvil(
+    *,
+    port: int | None = None,
+    chain_id: int = 31337,
+    accounts: int = 10,
+    extra: tuple[str, ...] = (),
+    timeout_s: float = 15.0,
+) -> Anvil:
+    port = port or free_port()
+    cmd = [
+        anvil_binary(),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--chain-id", str(chain_id),
+        "--accounts", str(accounts),
+        "--quiet",
+        *extra,
+    ]  # fmt: skip
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    client = ChainClient.connect(url, timeout_s=2)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            client.chain_id()
+            return Anvil(process, url, chain_id)
+        except RpcUnavailable:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"anvil did not start on port {port}") from None
+            time.sleep(0.05)
+
+
+def dev_accounts(count: int = 10) -> list[LocalAccount]:
+    """Anvil's default accounts (index 0 is the usual deployer/operator)."""
+    from eth_account import Account
+
+    Account.enable_unaudited_hdwallet_features()
+    return [
+        Account.from_mnemonic(DEV_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}")
+        for i in range(count)
+    ]

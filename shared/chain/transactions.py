@@ -1,0 +1,334 @@
+"""Sending one contract transaction safely: lock, journal, broadcast, wait, replace, reconcile.
+
+For a request keyed by a job id, `TxSender.execute`:
+1. takes the signer's lock (one transaction at a time per signer across processes);
+2. reconciles what an earlier delivery journaled: a receipt for any of its hashes ends the job
+   without sending; a transaction still unmined (pending, or dropped by the node) is rebroadcast
+   unchanged and awaited; a nonce consumed by something else clears the journal;
+3. estimates gas (a revert here is decoded and returned: nothing is sent);
+4. signs with the node's pending nonce and EIP-1559 fees under the cap, journals the signed
+   transaction durably, and only then broadcasts it (a crash in between leaves a journaled
+   transaction that step 2 rebroadcasts byte for byte: same hash, never a second one);
+5. waits for the receipt, replacing an unmined transaction every `replace_after_s` with the same
+   nonce and bumped fees (every hash is journaled; whichever is mined wins), up to
+   `receipt_timeout_s`, after which the job retries and step 2 picks it up;
+6. decodes a reverted receipt into its custom error by replaying the call at the receipt's block.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from .abi import Revert, decode_revert
+from .client import ChainClient
+from .errors import CallReverted, ChainError, RpcError, TxNotMined
+from .fees import GWEI, Fees, bumped, initial_fees
+from .journal import Broadcast, InFlight
+from .lock import HeldLock, SignerLocks
+
+if TYPE_CHECKING:
+    from eth_account.signers.local import LocalAccount
+
+    from ..config import Settings
+
+log = structlog.get_logger("jobfleet.chain.tx")
+
+#: Node answers to a broadcast that mean "already have it" rather than a rejection.
+_BENIGN = ("already known", "known transaction", "already imported", "nonce too low", "underpriced")
+#: Gas limit when estimation is skipped (a call sent despite its preflight revert, in tests).
+FALLBACK_GAS = 300_000
+
+
+class NonceConsumed(ChainError):
+    """The journaled nonce was used by a transaction this journal does not know; sent again."""
+
+    code = "NONCE_CONSUMED"
+
+
+class Journal(Protocol):
+    def in_flight(self, job_id: str) -> InFlight | None: ...
+    def record_broadcast(self, job_id: str, signer: str, broadcast: Broadcast) -> None: ...
+    def forget_in_flight(self, job_id: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class TxPolicy:
+    receipt_timeout_s: float = 120.0
+    replace_after_s: float = 30.0
+    fee_bump_percent: int = 25
+    max_fee: int = 300 * GWEI
+    priority_fee: int = 1 * GWEI
+    gas_margin_percent: int = 20
+    poll_max_s: float = 0.5
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TxPolicy:
+        return cls(
+            receipt_timeout_s=settings.chain_receipt_timeout_s,
+            replace_after_s=settings.chain_replace_after_s,
+            fee_bump_percent=settings.chain_fee_bump_percent,
+            max_fee=int(settings.chain_max_fee_gwei * GWEI),
+            priority_fee=int(settings.chain_priority_fee_gwei * GWEI),
+            gas_margin_percent=settings.chain_gas_limit_margin_percent,
+        )
+
+
+@dataclass(frozen=True)
+class TxRequest:
+    key: str  # journal key (the job id)
+    to: str
+    data: bytes
+    value: int = 0
+
+
+@dataclass(frozen=True)
+class TxOutcome:
+    """`confirmed`, or `revert` set (with `tx_hash` None when the preflight reverted)."""
+
+    confirmed: bool
+    revert: Revert | None = None
+    tx_hash: str | None = None
+    nonce: int | None = None
+    gas_used: int | None = None
+    block_number: int | None = None
+    #: Settled from an earlier delivery's journaled transaction (nothing sent this time).
+    reconciled: bool = False
+    broadcasts: int = 0
+
+
+class TxSender:
+    def __init__(
+        self,
+        client: ChainClient,
+        locks: SignerLocks,
+        journal: Journal,
+        policy: TxPolicy,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.locks = locks
+        self.journal = journal
+        self.policy = policy
+        self._clock = clock
+        self._sleep = sleep
+
+    def execute(
+        self, account: LocalAccount, req: TxRequest, *, preflight: bool = True
+    ) -> TxOutcome:
+        with self.locks.hold(account.address) as lock:
+            prior = self.journal.in_flight(req.key)
+            if prior is not None:
+                settled = self._reconcile(account, req, prior, lock)
+                if settled is not None:
+                    return settled
+            call = {"from": account.address, "to": req.to, "data": req.data, "value": req.value}
+            try:
+                gas = self.client.estimate_gas(call)
+            except CallReverted as exc:
+                if preflight:
+                    return TxOutcome(confirmed=False, revert=decode_revert(exc.data))
+                gas = FALLBACK_GAS
+            gas = gas * (100 + self.policy.gas_margin_percent) // 100
+            nonce = self.client.nonce(account.address, "pending")
+            fees = initial_fees(
+                self.client.base_fee(),
+                priority_fee=self.policy.priority_fee,
+                cap=self.policy.max_fee,
+            )
+            first = self._sign(account, req, nonce, gas, fees)
+            self.journal.record_broadcast(req.key, account.address, first)
+            self._broadcast(req, first)
+            log.info(
+                "tx.broadcast",
+                key=req.key,
+                signer=account.address,
+                nonce=nonce,
+                tx_hash=first.tx_hash,
+            )
+            return self._await(account, req, [first], lock, reconciled=False)
+
+    # -- steps --
+
+    def _reconcile(
+        self, account: LocalAccount, req: TxRequest, prior: InFlight, lock: HeldLock
+    ) -> TxOutcome | None:
+        if prior.signer.lower() != account.address.lower():
+            self.journal.forget_in_flight(req.key)
+            return None
+        mined = self._first_receipt(prior.broadcasts)
+        if mined is not None:
+            log.info("tx.reconciled", key=req.key, tx_hash=mined[0].tx_hash, outcome="mined")
+            return self._settle(
+                account, req, mined[0], mined[1], reconciled=True, count=len(prior.broadcasts)
+            )
+        if self.client.nonce(account.address, "latest") > prior.nonce:
+            mined = self._first_receipt(prior.broadcasts)  # a block may have landed in between
+            if mined is not None:
+                return self._settle(
+                    account, req, mined[0], mined[1], reconciled=True, count=len(prior.broadcasts)
+                )
+            log.warning("tx.nonce_consumed", key=req.key, nonce=prior.nonce)
+            self.journal.forget_in_flight(req.key)
+            return None
+        latest = Broadcast(
+            prior.latest.tx_hash,
+            prior.nonce,
+            prior.latest.max_fee,
+            prior.latest.priority_fee,
+            prior.latest.gas,
+            prior.raw,
+        )
+        log.info(
+            "tx.reconciled", key=req.key, tx_hash=latest.tx_hash, outcome="unmined, rebroadcast"
+        )
+        self._broadcast(req, latest)
+        return self._await(account, req, [*prior.broadcasts[:-1], latest], lock, reconciled=True)
+
+    def _await(
+        self,
+        account: LocalAccount,
+        req: TxRequest,
+        sent: list[Broadcast],
+        lock: HeldLock,
+        *,
+        reconciled: bool,
+    ) -> TxOutcome:
+        start = self._clock()
+        deadline = start + self.policy.receipt_timeout_s
+        replace_at = start + self.policy.replace_after_s
+        pause = 0.01
+        while True:
+            mined = self._first_receipt(sent)
+            if mined is not None:
+                return self._settle(
+                    account, req, mined[0], mined[1], reconciled=reconciled, count=len(sent)
+                )
+            now = self._clock()
+            if now >= deadline:
+                raise TxNotMined(
+                    f"{sent[-1].tx_hash} (nonce {sent[-1].nonce}, {len(sent)} broadcasts)"
+                    f" unmined after {self.policy.receipt_timeout_s:.0f}s"
+                )
+            if now >= replace_at:
+                sent.append(self._replace(account, req, sent))
+                replace_at = now + self.policy.replace_after_s
+            lock.renew()
+            self._sleep(pause)
+            pause = min(pause * 2, self.policy.poll_max_s)
+
+    def _replace(self, account: LocalAccount, req: TxRequest, sent: list[Broadcast]) -> Broadcast:
+        latest = sent[-1]
+        if self.client.nonce(account.address, "latest") > latest.nonce:
+            mined = self._first_receipt(sent)
+            if mined is None:
+                self.journal.forget_in_flight(req.key)
+                raise NonceConsumed(
+                    f"nonce {latest.nonce} of {account.address} used by another transaction"
+                )
+            return latest  # mined between two polls: the next poll settles it
+        fees = bumped(
+            Fees(latest.max_fee, latest.priority_fee),
+            percent=self.policy.fee_bump_percent,
+            cap=self.policy.max_fee,
+        )
+        if fees is None:
+            # At the cap: put the same transaction back in case the node dropped it.
+            log.warning("tx.fee_cap_reached", key=req.key, tx_hash=latest.tx_hash)
+            self._broadcast(req, latest)
+            return latest
+        replacement = self._sign(account, req, latest.nonce, latest.gas, fees)
+        self.journal.record_broadcast(req.key, account.address, replacement)
+        self._broadcast(req, replacement)
+        log.info(
+            "tx.replaced",
+            key=req.key,
+            nonce=latest.nonce,
+            replaces=latest.tx_hash,
+            tx_hash=replacement.tx_hash,
+            max_fee_gwei=round(fees.max_fee / GWEI, 3),
+        )
+        return replacement
+
+    def _broadcast(self, req: TxRequest, broadcast: Broadcast) -> None:
+        if not broadcast.raw:
+            return
+        try:
+            self.client.send_raw(broadcast.raw)
+        except RpcError as exc:
+            if any(marker in exc.rpc_message.lower() for marker in _BENIGN):
+                return
+            # Rejected outright (funds, gas, malformed): nothing of ours is in flight.
+            self.journal.forget_in_flight(req.key)
+            raise
+
+    def _first_receipt(
+        self, sent: list[Broadcast] | tuple[Broadcast, ...]
+    ) -> tuple[Broadcast, dict[str, Any]] | None:
+        for broadcast in reversed(sent):
+            receipt = self.client.receipt(broadcast.tx_hash)
+            if receipt is not None and receipt.get("blockNumber"):
+                return broadcast, receipt
+        return None
+
+    def _settle(
+        self,
+        account: LocalAccount,
+        req: TxRequest,
+        broadcast: Broadcast,
+        receipt: dict[str, Any],
+        *,
+        reconciled: bool,
+        count: int,
+    ) -> TxOutcome:
+        block = int(receipt["blockNumber"], 16)
+        revert = None if int(receipt["status"], 16) == 1 else self._replay(account, req, block)
+        return TxOutcome(
+            confirmed=revert is None,
+            revert=revert,
+            tx_hash=broadcast.tx_hash,
+            nonce=broadcast.nonce,
+            gas_used=int(receipt["gasUsed"], 16),
+            block_number=block,
+            reconciled=reconciled,
+            broadcasts=count,
+        )
+
+    def _replay(self, account: LocalAccount, req: TxRequest, block: int) -> Revert:
+        """The reverted transaction's error: its call replayed on the state of its block."""
+        try:
+            self.client.call(
+                {"from": account.address, "to": req.to, "data": req.data, "value": req.value}, block
+            )
+        except CallReverted as exc:
+            return decode_revert(exc.data)
+        return Revert("UNKNOWN_REVERT")
+
+    def _sign(
+        self, account: LocalAccount, req: TxRequest, nonce: int, gas: int, fees: Fees
+    ) -> Broadcast:
+        tx: dict[str, Any] = {
+            "type": 2,
+            "chainId": self.client.chain_id(),
+            "nonce": nonce,
+            "to": req.to,
+            "value": req.value,
+            "data": req.data,
+            "gas": gas,
+            **fees.as_tx_fields(),
+        }
+        signed = account.sign_transaction(tx)
+        return Broadcast(
+            tx_hash="0x" + bytes(signed.hash).hex(),
+            nonce=nonce,
+            max_fee=fees.max_fee,
+            priority_fee=fees.priority_fee,
+            gas=gas,
+            raw=bytes(signed.raw_transaction),
+        )

@@ -1,0 +1,169 @@
+"""The three chain actions of the lottery and their outcome rules (issue 4, seed 001).
+
+| action       | signer                    | call                                  |
+|--------------|---------------------------|---------------------------------------|
+| MINT_BADGE   | the operator wallet       | BlockLuckyPOAP.mintBadge(player, round) |
+| CLAIM_PRIZE  | the winner's embedded wallet | BlockLucky.claimPrize(round)       |
+| CLAIM_REFUND | the payer's embedded wallet  | BlockLucky.claimRefund(round)      |
+
+Outcomes: confirmed → success; already done (`PrizeAlreadyClaimed`, `NothingToRefund`,
+`BadgeAlreadyMinted`) → success; definitive (`NotWinner`, `RoundNotCompleted`,
+`RoundNotCancelled`, `ZeroAddressNotAllowed`) → `PermanentError` whose code is the error name;
+unknown wallet or no stored key → success doing nothing, logged with the reason; RPC down or
+timeouts → the exception propagates and the queue's policy retries. Any other revert (a paused
+contract, a misconfigured operator) is retried too: state can change, and a reverting preflight
+costs no gas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from shared.chain import journal as states
+from shared.chain.abi import BADGE, LOTTERY, Revert, encode_call
+from shared.chain.errors import ChainError, WalletKeyUnreadable
+from shared.chain.journal import ActionJournal, ConnectionFactory
+from shared.chain.keys import Keyring
+from shared.chain.transactions import TxOutcome, TxRequest, TxSender
+from shared.chain.wallets import load_operator, load_signer, wallet_info
+from shared.errors import PermanentError
+
+if TYPE_CHECKING:
+    from eth_account.signers.local import LocalAccount
+
+log = structlog.get_logger("jobfleet.chain_actions")
+
+MINT_BADGE, CLAIM_PRIZE, CLAIM_REFUND = "MINT_BADGE", "CLAIM_PRIZE", "CLAIM_REFUND"
+ALREADY_DONE = frozenset({"PrizeAlreadyClaimed", "NothingToRefund", "BadgeAlreadyMinted"})
+DEFINITIVE = frozenset(
+    {"NotWinner", "RoundNotCompleted", "RoundNotCancelled", "ZeroAddressNotAllowed"}
+)
+
+
+class ContractReverted(ChainError):
+    """The contract rejected the call with an error not known to be definitive; retried."""
+
+    code = "CONTRACT_REVERTED"
+
+
+@dataclass(frozen=True)
+class Action:
+    type: str
+    job_id: str
+    round_id: int
+    address: str  # the player, winner or payer
+
+    @property
+    def contract_name(self) -> str:
+        return BADGE if self.type == MINT_BADGE else LOTTERY
+
+    def calldata(self) -> bytes:
+        if self.type == MINT_BADGE:
+            return encode_call(BADGE, "mintBadge", self.address, self.round_id)
+        if self.type == CLAIM_PRIZE:
+            return encode_call(LOTTERY, "claimPrize", self.round_id)
+        if self.type == CLAIM_REFUND:
+            return encode_call(LOTTERY, "claimRefund", self.round_id)
+        raise ValueError(f"unknown chain action {self.type!r}")
+
+
+@dataclass
+class Collaborators:
+    sender: TxSender
+    journal: ActionJournal
+    connect: ConnectionFactory  # database connections (wallets)
+    keyring: Keyring
+    chain_id: int
+    contract_address: Callable[[str], str]  # contract name -> address on this chain
+
+
+def perform(action: Action, deps: Collaborators) -> dict[str, Any]:
+    contract = deps.contract_address(action.contract_name)
+    row = deps.journal.begin(
+        action.job_id,
+        type=action.type,
+        round_id=action.round_id,
+        address=action.address,
+        chain_id=deps.chain_id,
+        contract=contract,
+    )
+    if row.status in (states.CONFIRMED, states.ALREADY_DONE, states.SKIPPED):
+        # Finished by an earlier delivery whose run was not marked done: nothing to send.
+        return {
+            "outcome": row.status.lower(),
+            "tx_hash": row.tx_hash,
+            "error": row.error_code,
+            "recorded": True,
+        }
+    try:
+        signer, reason = _signer(action, deps)
+    except WalletKeyUnreadable as exc:
+        deps.journal.finish(action.job_id, states.FAILED, error_code=exc.code, error=str(exc))
+        raise
+    if signer is None:
+        deps.journal.finish(action.job_id, states.SKIPPED, error_code="NO_SIGNER", error=reason)
+        log.warning(
+            "chain_action.skipped", action=action.type, address=action.address, reason=reason
+        )
+        return {"outcome": "skipped", "reason": reason}
+    outcome = deps.sender.execute(signer, TxRequest(action.job_id, contract, action.calldata()))
+    return _conclude(action, deps, signer.address, outcome)
+
+
+def _signer(action: Action, deps: Collaborators) -> tuple[LocalAccount | None, str]:
+    with deps.connect() as conn:
+        if action.type == MINT_BADGE:
+            operator = load_operator(conn, deps.keyring)
+            return operator, "" if operator else "no operator wallet with a stored key"
+        info = wallet_info(conn, action.address)
+        if info is None:
+            return None, f"unknown wallet {action.address}"
+        if not info.has_key:
+            return None, f"wallet {action.address} has no stored key"
+        return load_signer(conn, deps.keyring, action.address), ""
+
+
+def _conclude(
+    action: Action, deps: Collaborators, signer: str, outcome: TxOutcome
+) -> dict[str, Any]:
+    common: dict[str, Any] = {
+        "signer": signer,
+        "tx_hash": outcome.tx_hash,
+        "gas_used": outcome.gas_used,
+        "block_number": outcome.block_number,
+    }
+    if outcome.confirmed:
+        deps.journal.finish(action.job_id, states.CONFIRMED, **common)
+        log.info(
+            "chain_action.confirmed",
+            action=action.type,
+            tx_hash=outcome.tx_hash,
+            reconciled=outcome.reconciled,
+        )
+        return {"outcome": "confirmed", "reconciled": outcome.reconciled, **common}
+    revert = outcome.revert or Revert("UNKNOWN_REVERT")
+    if revert.name in ALREADY_DONE:
+        deps.journal.finish(
+            action.job_id,
+            states.ALREADY_DONE,
+            error_code=revert.name,
+            error=revert.describe(),
+            **common,
+        )
+        log.info("chain_action.already_done", action=action.type, error=revert.name)
+        return {"outcome": "already_done", "error": revert.name, **common}
+    if revert.name in DEFINITIVE:
+        deps.journal.finish(
+            action.job_id, states.FAILED, error_code=revert.name, error=revert.describe(), **common
+        )
+        raise PermanentError(
+            f"{action.type} round {action.round_id}: {revert.describe()}", code=revert.name
+        )
+    deps.journal.finish(
+        action.job_id, states.PENDING, error_code=revert.name, error=revert.describe(), **common
+    )
+    raise ContractReverted(f"{action.type} round {action.round_id}: {revert.describe()}")

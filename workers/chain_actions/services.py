@@ -1,0 +1,66 @@
+"""The composition root of a chain-actions process: node client, signer locks, journal, keys.
+
+Built on the first job (never at import time) and kept for the life of the process.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from shared.chain.abi import BADGE, LOTTERY
+from shared.chain.client import ChainClient
+from shared.chain.journal import ActionJournal
+from shared.chain.keys import Keyring
+from shared.chain.lock import SignerLocks
+from shared.chain.registry import contract_address
+from shared.chain.transactions import TxPolicy, TxSender
+from shared.config import Settings
+from shared.runtime import Runtime
+
+from .domain import Collaborators
+
+
+def build(runtime: Runtime) -> Collaborators:
+    import redis
+
+    settings: Settings = runtime.settings
+    client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
+    chain_id = client.check_chain(settings.chain_id)
+    journal = ActionJournal(runtime.pool.connection)
+    locks = SignerLocks(
+        redis.Redis.from_url(settings.redis_url, socket_timeout=5),
+        chain_id=chain_id,
+        ttl_ms=settings.chain_signer_lock_ttl_ms,
+        wait_ms=settings.chain_signer_lock_wait_ms,
+    )
+    overrides = {LOTTERY: settings.chain_lottery_address, BADGE: settings.chain_badge_address}
+    cache: dict[str, str] = {}
+
+    def address_of(name: str) -> str:
+        if name not in cache:
+            with runtime.pool.connection() as conn:
+                cache[name] = contract_address(conn, chain_id, name, override=overrides.get(name))
+        return cache[name]
+
+    return Collaborators(
+        sender=TxSender(client, locks, journal, TxPolicy.from_settings(settings)),
+        journal=journal,
+        connect=runtime.pool.connection,
+        keyring=Keyring.from_settings(settings.chain_keks, settings.chain_kek_id),
+        chain_id=chain_id,
+        contract_address=address_of,
+    )
+
+
+_lock = threading.Lock()
+_built: dict[int, Collaborators] = {}
+
+
+def for_runtime(runtime: Runtime) -> Collaborators:
+    """This process's collaborators (one set per runtime), built on first use."""
+    key = id(runtime)
+    if key not in _built:
+        with _lock:
+            if key not in _built:
+                _built[key] = build(runtime)
+    return _built[key]
