@@ -1,4 +1,9 @@
-"""Payloads of the email queue."""
+"""Payloads of the email queue.
+
+Header injection is refused here, before anything is queued: addresses are `EmailStr` (which
+rejects CR/LF and anything but one bare address) and names are `SingleLine`. Subjects come from
+templates; the worker checks the rendered subject the same way.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ class EmailSendV1(Payload):
     entity_id: UUID = Field(description="scheduled_emails.id")
     template_key: SingleLine = Field(min_length=1, max_length=100, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     recipient_email: EmailStr
+    recipient_name: SingleLine | None = Field(default=None, max_length=200, description="Display name in To")
     variables: dict[str, Any] = Field(default_factory=dict)
     reply_to: EmailStr | None = None
     lang: Literal["fr", "en"] = "en"

@@ -1,0 +1,1 @@
+"""Tests of workers/email against a real SMTP server in another process."""

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import dramatiq
+import pytest
+
+from shared.config import RetryPolicy, Settings
+from shared.runtime import Runtime, set_runtime
+from tests.support.env import test_env
+from tests.support.wait import wait_for
+from workers.email import actors
+from workers.email.sink import InboxItem, read_inbox
+from workers.email.wiring import Mailer, build_mailer, set_mailer
+
+#: The email policy (3 attempts) with backoffs short enough for tests but long enough that a
+#: test can act between two attempts (start the server that was down).
+EMAIL_RETRY = RetryPolicy(max_attempts=3, min_backoff_ms=1_000, max_backoff_ms=3_000)
+SMTP_TIMEOUT_S = 2.0
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class SmtpServer:
+    """`tests.workers.email.smtp_server` in its own process."""
+
+    def __init__(self, maildir: Path, port: int | None = None, slow_s: float = 4.0) -> None:
+        self.maildir = maildir
+        self.port = port or free_port()
+        self.slow_s = slow_s
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> SmtpServer:
+        cmd = [sys.executable, "-m", "tests.workers.email.smtp_server", "--port", str(self.port)]
+        cmd += ["--maildir", str(self.maildir), "--slow-s", str(self.slow_s)]
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env={**os.environ, **test_env()}, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.strip() == "READY", f"smtp server did not start: {line!r}"
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def messages(self, message_id: str | None = None) -> list[InboxItem]:
+        items = read_inbox(self.maildir)
+        return [i for i in items if message_id is None or i.message_id == message_id]
+
+
+@pytest.fixture(scope="session")
+def smtp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmtpServer]:
+    server = SmtpServer(tmp_path_factory.mktemp("mail")).start()
+    yield server
+    server.stop()
+
+
+def email_settings(settings: Settings, port: int) -> Settings:
+    return settings.model_copy(
+        update={
+            "retries": {**settings.retries, "email": EMAIL_RETRY},
+            "smtp_port": port,
+            "smtp_timeout_s": SMTP_TIMEOUT_S,
+            "email_message_id_domain": "test.jobfleet",
+        }
+    )
+
+
+class EmailWorker:
+    """An in-process email worker (fleet middleware, real Redis) consuming the `email` queue."""
+
+    def __init__(self, settings: Settings) -> None:
+        from shared.bootstrap import worker_broker
+
+        self.settings = settings
+        self.broker = worker_broker(settings, "test-email")
+        self.jobs = actors.bind(self.broker)
+        self.runtime = Runtime(settings, broker=self.broker)
+        self.mailer: Mailer = build_mailer(self.runtime)
+        self.worker = dramatiq.Worker(self.broker, queues={"email"}, worker_threads=4, worker_timeout=50)
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.runtime.close()
+
+
+@pytest.fixture
+def make_email_worker(runtime: Runtime, settings: Settings) -> Iterator[object]:
+    """Start an email worker talking to SMTP on `port`; stopped (and globals restored) after."""
+    started: list[EmailWorker] = []
+    previous_runtime: list[Runtime | None] = []
+
+    def make(port: int) -> EmailWorker:
+        worker = EmailWorker(email_settings(settings, port))
+        previous_runtime.append(set_runtime(worker.runtime))
+        set_mailer(worker.mailer)
+        worker.worker.start()
+        started.append(worker)
+        return worker
+
+    yield make
+    for worker in started:
+        worker.stop()
+    set_mailer(None)
+    if previous_runtime:
+        set_runtime(previous_runtime[0])
+
+
+@pytest.fixture
+def email_worker(make_email_worker, smtp_server: SmtpServer) -> EmailWorker:  # type: ignore[no-untyped-def]
+    return make_email_worker(smtp_server.port)  # type: ignore[no-any-return]
+
+
+__all__ = ["SmtpServer", "free_port", "wait_for"]

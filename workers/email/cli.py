@@ -1,0 +1,134 @@
+"""`fleet email ...`: due emails, template previews, the dev mailbox and its sink, resends.
+
+Registered lazily by the fleet CLI as `workers.email.cli:app` (the kernel imports no worker).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Email worker: due emails, previews, the dev mailbox.", no_args_is_help=True)
+
+
+def _maildir() -> Path:
+    from shared.config import get_settings
+
+    return Path(get_settings().var_dir) / "mail"
+
+
+@app.command("run-due")
+def run_due_command() -> None:
+    """Hand every due scheduled email to `email:send` now (what the scheduler does every minute)."""
+    from .due import run_due
+    from .wiring import get_mailer
+
+    m = get_mailer()
+    stats = run_due(m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.email_run_due_batch)
+    typer.echo(f"enqueued {stats.enqueued}, already queued {stats.duplicates}, canceled {stats.canceled}")
+
+
+def _parse_vars(pairs: list[str]) -> dict[str, str]:
+    variables = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected K=V, got {pair!r}", param_hint="--var")
+        variables[key] = value
+    return variables
+
+
+@app.command()
+def preview(
+    template: Annotated[str, typer.Argument(help="Template key, e.g. otp-code")],
+    lang: Annotated[str, typer.Option(help="fr or en")] = "en",
+    var: Annotated[list[str] | None, typer.Option("--var", help="Template variable K=V (repeatable)")] = None,
+    to: Annotated[str, typer.Option(help="Recipient shown in the preview")] = "preview@example.com",
+    out: Annotated[Path | None, typer.Option(help="Directory (default: var/mail/preview)")] = None,
+) -> None:
+    """Render TEMPLATE and write the message as .eml and its HTML part as .html."""
+    from email import policy
+
+    from shared.config import get_settings
+    from shared.errors import PermanentError
+
+    from .message import build_message, message_id_for
+    from .templates import Templates
+    from .wiring import utcnow
+
+    settings = get_settings()
+    try:
+        rendered = Templates(product_name=settings.email_product_name).render(template, lang, _parse_vars(var or []))
+        message, _ = build_message(
+            rendered,
+            message_id=message_id_for(f"preview:{uuid.uuid4()}", settings.email_message_id_domain),
+            from_header=settings.email_from,
+            to=to,
+            date=utcnow(),
+            lang=lang,
+        )
+    except PermanentError as exc:
+        typer.echo(f"error [{exc.code}]: {exc}", err=True)
+        raise typer.Exit(1) from None
+    directory = out or _maildir() / "preview"
+    directory.mkdir(parents=True, exist_ok=True)
+    eml, html = directory / f"{template}.{lang}.eml", directory / f"{template}.{lang}.html"
+    eml.write_bytes(message.as_bytes(policy=policy.SMTP))
+    html.write_text(rendered.html, encoding="utf-8")
+    typer.echo(f"subject: {rendered.subject}\n{eml}\n{html}")
+
+
+@app.command()
+def inbox(
+    maildir: Annotated[Path | None, typer.Option(help="Default: var/mail")] = None,
+    limit: Annotated[int, typer.Option(help="Show the last N messages")] = 20,
+) -> None:
+    """List the messages the dev sink received (newest last)."""
+    from .sink import read_inbox
+
+    items = read_inbox(maildir or _maildir())
+    for item in items[-limit:]:
+        typer.echo(f"{item.date}  {item.envelope_to}  {item.subject}  {item.message_id}  {item.path.name}")
+    typer.echo(f"{len(items)} message(s) in {maildir or _maildir()}")
+
+
+@app.command()
+def sink(
+    host: Annotated[str | None, typer.Option(help="Default: SMTP_HOST")] = None,
+    port: Annotated[int | None, typer.Option(help="Default: SMTP_PORT")] = None,
+    maildir: Annotated[Path | None, typer.Option(help="Default: var/mail")] = None,
+) -> None:
+    """Run the dev SMTP sink in the foreground."""
+    from shared.config import get_settings
+
+    from .sink import serve
+
+    settings = get_settings()
+    serve(host or settings.smtp_host, port or settings.smtp_port, maildir or _maildir())
+
+
+@app.command()
+def resend(
+    email_id: Annotated[uuid.UUID, typer.Argument(help="scheduled_emails id")],
+    org: Annotated[uuid.UUID, typer.Option(help="Org of the email")],
+    by: Annotated[str, typer.Option(help="Operator name for the audit")] = "",
+) -> None:
+    """Send again an UNCONFIRMED or FAILED email (check the SMTP log for its Message-ID first)."""
+    from shared.errors import FleetError
+    from shared.runtime import get_runtime
+
+    from .resend import resend as do_resend
+    from .wiring import utcnow
+
+    operator = by or os.environ.get("USER") or getpass.getuser()
+    try:
+        replay = do_resend(get_runtime(), email_id, org, by=operator, now=utcnow())
+    except FleetError as exc:
+        typer.echo(f"error [{exc.code}]: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"requeued {replay.job_id}")

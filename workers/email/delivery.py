@@ -1,0 +1,198 @@
+"""`email:send`: load the row, render, send over SMTP, record what the server answered.
+
+Outcomes (issue 3; BlockLucky's sender logged a refusal and reported success, see seed 001):
+- accepted (250 to DATA): row SENT with the Message-ID and the reply; the next sequence step is
+  scheduled in the same transaction. Copies refused while the primary recipient was accepted
+  are kept on the row (`refused`) and in the job result: the message was delivered, resending
+  would duplicate it for those who got it.
+- 5xx, bad template, bad header: row FAILED with the code and text, `PermanentError` (job DEAD).
+  A 5xx to the primary RCPT is a bounce: the address is suppressed, its sequences stop.
+- 4xx, connection refused, timeouts before DATA: row back to QUEUED with the reason and the
+  job retried on the email policy; FAILED once the attempts are exhausted.
+- Idempotency: SENT → nothing is sent (AlreadyDone). SENDING is recorded durably just before
+  DATA, so a SENDING row seen by a later delivery means an earlier attempt died inside the DATA
+  exchange or before recording the reply. SMTP cannot be asked whether it accepted a message,
+  so rather than risk a duplicate the row becomes UNCONFIRMED and the job DEAD with
+  EMAIL_UNCONFIRMED: visible in the DLQ, searchable in the SMTP server's log by its
+  Message-ID, and sent again only by an operator (`fleet email resend`), with the same
+  Message-ID. A SENDING row younger than the SMTP timeouts may still be in flight in a worker
+  wrongly presumed dead: that delivery waits (RetryLater) instead.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from email import policy
+from typing import Any
+
+import psycopg
+import structlog
+
+from shared.contracts.email import EmailSendV1
+from shared.errors import AlreadyDone, FleetError, PermanentError, RetryLater
+from shared.jobs.context import JobContext
+
+from . import sequences, store
+from .message import build_message, message_id_for
+from .smtp import SmtpDeferred, SmtpOutcomeUnknown, SmtpRejected
+from .wiring import Mailer
+
+log = structlog.get_logger("jobfleet.email")
+
+
+class Unconfirmed(PermanentError):
+    """The server may or may not have accepted the message; it is not sent twice automatically."""
+
+    code = "EMAIL_UNCONFIRMED"
+
+
+class SmtpTemporaryError(FleetError):
+    """The SMTP server deferred the message or could not be reached; retried on the policy."""
+
+    code = "SMTP_TEMPORARY"
+
+
+class _LostRace(Exception):
+    """Another delivery of the same email claimed it between load and DATA."""
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """Why a delivery ends before SMTP: a result to return or an error to raise after commit."""
+
+    result: dict[str, Any] | None = None
+    error: Exception | None = None
+
+
+def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
+    now = m.clock()
+    with m.pool.connection() as conn:
+        conn.execute("SET LOCAL synchronous_commit TO on")
+        row = store.load_for_send(conn, payload, now)
+        stop = _stop_before_send(conn, row, payload, now, m.sending_grace_s)
+    if stop is not None:
+        if stop.error is not None:
+            raise stop.error
+        return stop.result or {}
+    assert row is not None
+    message_id = message_id_for(job.job_id, m.settings.email_message_id_domain)
+    try:
+        rendered = m.templates.render(row.template_key, row.lang, row.variables)
+        message, envelope = build_message(
+            rendered,
+            message_id=message_id,
+            from_header=m.settings.email_from,
+            to=row.recipient_email,
+            to_name=row.recipient_name,
+            cc=row.cc,
+            reply_to=row.reply_to,
+            date=now,
+            lang=row.lang,
+        )
+    except PermanentError as exc:
+        _finish(m, row, "FAILED", error_code=exc.code, error=str(exc))
+        raise
+
+    def claim() -> None:
+        with m.pool.connection() as conn:
+            conn.execute("SET LOCAL synchronous_commit TO on")
+            if not store.mark_sending(conn, row.id, message_id, m.clock()):
+                raise _LostRace(str(row.id))
+
+    try:
+        accepted = m.transport(m.smtp, message.as_bytes(policy=policy.SMTP), envelope, before_data=claim)
+    except _LostRace:
+        raise RetryLater(f"email {row.id} is being sent by another delivery", delay_ms=int(m.sending_grace_s * 1000)) from None
+    except SmtpRejected as exc:
+        _finish(m, row, "FAILED", error_code=exc.error_code, error=exc.reason, smtp_reply=exc.reason, bounce=exc,
+                attempted=exc.stage != "data")
+        raise PermanentError(f"SMTP refused {row.recipient_email} at {exc.stage}: {exc.reason}", code=exc.error_code) from None
+    except SmtpDeferred as exc:
+        final = job.attempt >= job.max_attempts
+        _finish(m, row, "FAILED" if final else "QUEUED", error_code=exc.error_code, error=exc.reason,
+                smtp_reply=exc.reason, attempted=exc.stage != "data")
+        raise SmtpTemporaryError(f"{exc.stage}: {exc.reason}") from None
+    except SmtpOutcomeUnknown as exc:
+        _finish(m, row, "UNCONFIRMED", error_code=Unconfirmed.code, error=exc.reason)
+        raise Unconfirmed(f"email {row.id} Message-ID {message_id}: {exc.reason}") from None
+    sent_at = m.clock()
+    _record_sent(m, row, accepted.reply, accepted.refused, sent_at)
+    if accepted.refused:
+        log.warning("email.partially_refused", email_id=str(row.id), refused=accepted.refused)
+    return {
+        "status": "SENT",
+        "message_id": message_id,
+        "smtp_reply": accepted.reply,
+        "refused": accepted.refused or None,
+    }
+
+
+def _stop_before_send(
+    conn: psycopg.Connection[Any], row: store.EmailRow | None, payload: EmailSendV1, now: datetime, grace_s: float
+) -> _Stop | None:
+    if row is None:
+        return _Stop(error=PermanentError(f"no scheduled email {payload.entity_id} in org {payload.org_id}", code="NOT_FOUND"))
+    if row.template_key != payload.template_key or row.recipient_email.lower() != payload.recipient_email.lower():
+        return _Stop(error=PermanentError(f"email {row.id}: payload does not match the row", code="PAYLOAD_MISMATCH"))
+    if row.status == "SENT":
+        return _Stop(error=AlreadyDone(f"email {row.id} was sent at {row.sent_at} as {row.message_id}"))
+    if row.status == "CANCELED":
+        return _Stop(result={"status": "CANCELED"})
+    if row.status == "SENDING" and row.sending_at is not None:
+        age = (now - row.sending_at).total_seconds()
+        if age < grace_s:
+            return _Stop(error=RetryLater(f"email {row.id} may still be in flight", delay_ms=int((grace_s - age) * 1000) + 100))
+        store.mark(conn, row.id, "UNCONFIRMED", now, error_code=Unconfirmed.code, error="its worker stopped during DATA")
+        row = store.get(conn, row.id, row.org_id) or row
+    if row.status in ("SENDING", "UNCONFIRMED"):
+        return _Stop(
+            error=Unconfirmed(
+                f"email {row.id} (Message-ID {row.message_id}) was being sent when its attempt stopped; the server "
+                f"may have accepted it: look for that Message-ID in the SMTP server's log, then "
+                f"`fleet email resend {row.id} --org {row.org_id}` to send it again"
+            )
+        )
+    if row.sequence_id is not None and not sequences.is_active(conn, row.sequence_id):
+        store.mark(conn, row.id, "CANCELED", now, error_code="SEQUENCE_STOPPED")
+        return _Stop(result={"status": "CANCELED", "reason": "sequence stopped"})
+    return None
+
+
+def _finish(
+    m: Mailer,
+    row: store.EmailRow,
+    status: str,
+    *,
+    error_code: str | None,
+    error: str | None,
+    smtp_reply: str | None = None,
+    bounce: SmtpRejected | None = None,
+    attempted: bool = False,
+) -> None:
+    now = m.clock()
+    with m.pool.connection() as conn:
+        conn.execute("SET LOCAL synchronous_commit TO on")
+        store.mark(conn, row.id, status, now, error_code=error_code, error=error, smtp_reply=smtp_reply, attempted=attempted)
+        if bounce is not None and bounce.stage == "rcpt" and bounce.recipient == row.recipient_email:
+            sequences.suppress(conn, row.org_id, row.recipient_email, reason=sequences.BOUNCED, now=now, detail=bounce.reason)
+
+
+def _record_sent(m: Mailer, row: store.EmailRow, reply: str, refused: dict[str, str], sent_at: datetime) -> None:
+    """SENT and the next sequence step, durably. The server has the message now: a failure
+    here is retried in place (a retried job would find SENDING and stop at UNCONFIRMED)."""
+    delay = 0.2
+    for attempt in range(6):
+        try:
+            with m.pool.connection() as conn:
+                conn.execute("SET LOCAL synchronous_commit TO on")
+                store.mark_sent(conn, row.id, reply, refused, sent_at)
+                sequences.after_sent(conn, row, sent_at)
+            return
+        except psycopg.OperationalError as exc:
+            if attempt == 5:
+                raise
+            log.warning("email.record_sent_retry", email_id=str(row.id), error=str(exc))
+            time.sleep(delay)
+            delay *= 2

@@ -1,0 +1,153 @@
+"""One SMTP transaction with aiosmtplib, and what its outcome means.
+
+The transaction is driven step by step (connect, MAIL, RCPT per recipient, DATA) instead of
+`send_message`, for two reasons:
+- nothing is delivered before the server answers DATA, so `before_data` can record "sending"
+  at the last moment: a crash earlier leaves the email plainly unsent (safe to send again);
+- RCPT replies are seen one by one: the primary recipient refused aborts the transaction
+  (nobody gets it), a copy refused while the primary is accepted is a partial delivery whose
+  refusals are reported (aiosmtplib's `send_message` returns them instead of raising).
+
+Outcomes: `Accepted` (the server took responsibility: 250 to DATA); `SmtpRejected` (a 5xx reply,
+or a misconfiguration such as STARTTLS not offered: retrying cannot help); `SmtpDeferred` (a
+4xx reply, connection refused, timeout or disconnect before DATA: nothing was delivered, retry);
+`SmtpOutcomeUnknown` (the connection failed while DATA was in flight: the server may or may not
+have accepted the message; SMTP offers no way to ask afterwards, RFC 5321 §6.1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiosmtplib
+
+from .message import Envelope
+
+
+@dataclass(frozen=True)
+class SmtpConfig:
+    host: str
+    port: int
+    security: str = "plain"  # plain | starttls | tls
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    timeout_s: float = 10.0
+    validate_certs: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> SmtpConfig:
+        password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
+        return cls(
+            host=settings.smtp_host,
+            port=settings.smtp_port,
+            security=settings.smtp_security,
+            username=settings.smtp_username,
+            password=password,
+            timeout_s=settings.smtp_timeout_s,
+            validate_certs=settings.smtp_validate_certs,
+        )
+
+
+@dataclass(frozen=True)
+class Accepted:
+    reply: str
+    #: Copies the server refused while accepting the primary recipient: {address: "550 ..."}.
+    refused: dict[str, str]
+
+
+class SmtpFailure(Exception):
+    def __init__(self, reason: str, *, stage: str, code: int | None = None, recipient: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.stage = stage
+        self.code = code
+        self.recipient = recipient
+
+    @property
+    def error_code(self) -> str:
+        return f"SMTP_{self.code}" if self.code else f"SMTP_{self.stage.upper()}"
+
+
+class SmtpRejected(SmtpFailure):
+    """A 5xx reply or a configuration the server cannot serve: permanent."""
+
+
+class SmtpDeferred(SmtpFailure):
+    """A 4xx reply or a network failure before DATA: nothing delivered, try again later."""
+
+
+class SmtpOutcomeUnknown(SmtpFailure):
+    """The connection was lost while DATA was in flight: accepted or not, nobody can tell."""
+
+
+def _reply(code: int, message: str) -> str:
+    return f"{code} {' '.join(message.split())}".strip()
+
+
+def _classify(exc: aiosmtplib.SMTPResponseException, stage: str, recipient: str | None = None) -> SmtpFailure:
+    kind = SmtpRejected if 500 <= exc.code < 600 else SmtpDeferred
+    return kind(_reply(exc.code, exc.message), stage=stage, code=exc.code, recipient=recipient)
+
+
+def _client(config: SmtpConfig) -> aiosmtplib.SMTP:
+    return aiosmtplib.SMTP(
+        hostname=config.host,
+        port=config.port,
+        username=config.username,
+        password=config.password,
+        timeout=config.timeout_s,
+        use_tls=config.security == "tls",
+        start_tls=True if config.security == "starttls" else False,
+        validate_certs=config.validate_certs,
+    )
+
+
+async def _transaction(
+    config: SmtpConfig, content: bytes, envelope: Envelope, before_data: Callable[[], None]
+) -> Accepted:
+    client = _client(config)
+    stage = "connect"
+    try:
+        try:
+            await client.connect()
+            stage = "mail"
+            await client.mail(envelope.sender)
+            refused: dict[str, str] = {}
+            stage = "rcpt"
+            for index, recipient in enumerate(envelope.recipients):
+                try:
+                    await client.rcpt(recipient)
+                except aiosmtplib.SMTPRecipientRefused as exc:
+                    if index == 0:
+                        raise _classify(exc, "rcpt", recipient) from None
+                    refused[recipient] = _reply(exc.code, exc.message)
+        except aiosmtplib.SMTPResponseException as exc:
+            raise _classify(exc, stage) from None
+        except aiosmtplib.SMTPNotSupported as exc:
+            raise SmtpRejected(f"{config.host}:{config.port}: {exc}", stage="tls") from None
+        except (aiosmtplib.SMTPException, OSError) as exc:
+            raise SmtpDeferred(f"{type(exc).__name__}: {exc}", stage=stage) from None
+
+        before_data()
+        try:
+            response = await client.data(content)
+        except aiosmtplib.SMTPResponseException as exc:
+            raise _classify(exc, "data") from None  # a reply: definitely not accepted
+        except (aiosmtplib.SMTPException, OSError) as exc:
+            raise SmtpOutcomeUnknown(f"{type(exc).__name__} during DATA: {exc}", stage="data") from None
+        try:
+            await client.quit()
+        except (aiosmtplib.SMTPException, OSError):
+            pass  # accepted already; a failed QUIT changes nothing
+        return Accepted(reply=_reply(response.code, response.message), refused=refused)
+    finally:
+        if client.is_connected:
+            client.close()
+
+
+def send(config: SmtpConfig, content: bytes, envelope: Envelope, *, before_data: Callable[[], None]) -> Accepted:
+    """Run one SMTP transaction from a worker thread (each call has its own event loop)."""
+    return asyncio.run(_transaction(config, content, envelope, before_data))

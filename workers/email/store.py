@@ -1,0 +1,173 @@
+"""The `scheduled_emails` rows: loading (scoped by org) and every state change of a send.
+
+    SCHEDULED -> QUEUED -> SENDING -> SENT
+                    \\          \\-> FAILED (5xx) | QUEUED (4xx, retried) | UNCONFIRMED
+                     \\-> FAILED (template, address) | CANCELED (sequence stopped)
+
+SENDING is written durably just before DATA; SENT only after the server accepted the message.
+Functions take an open psycopg connection; the caller owns the transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
+
+from shared.contracts.email import EmailSendV1
+
+SENDABLE = ("SCHEDULED", "QUEUED", "FAILED")
+
+
+@dataclass(frozen=True)
+class EmailRow:
+    id: UUID
+    org_id: UUID
+    template_key: str
+    lang: str
+    recipient_email: str
+    recipient_name: str | None
+    cc: list[str]
+    variables: dict[str, Any]
+    reply_to: str | None
+    status: str
+    send_at: datetime
+    sequence_id: UUID | None
+    sequence_step: int | None
+    message_id: str | None
+    attempts: int
+    sending_at: datetime | None
+    sent_at: datetime | None
+
+    def payload(self) -> EmailSendV1:
+        """The `email:send` payload of this row (its stable job id follows from it)."""
+        return EmailSendV1(
+            org_id=self.org_id,
+            entity_id=self.id,
+            template_key=self.template_key,
+            recipient_email=self.recipient_email,
+            recipient_name=self.recipient_name,
+            variables=self.variables,
+            reply_to=self.reply_to,
+            lang=self.lang,  # type: ignore[arg-type]
+        )
+
+
+COLUMNS = ", ".join(EmailRow.__dataclass_fields__)
+
+INSERT_FROM_PAYLOAD = """
+INSERT INTO scheduled_emails (id, org_id, template_key, lang, recipient_email, recipient_name,
+                              variables, reply_to, status, send_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'QUEUED', %s)
+ON CONFLICT (id) DO NOTHING
+"""
+
+
+def load_for_send(conn: psycopg.Connection[Any], payload: EmailSendV1, now: datetime) -> EmailRow | None:
+    """The row of `payload.entity_id` in `payload.org_id`, locked; created from the payload when
+    the producer sent the job without writing a row first. None: the id belongs to another org."""
+    conn.execute(
+        INSERT_FROM_PAYLOAD,
+        (
+            payload.entity_id,
+            payload.org_id,
+            payload.template_key,
+            payload.lang,
+            payload.recipient_email,
+            payload.recipient_name,
+            Jsonb(payload.variables),
+            payload.reply_to,
+            now,
+        ),
+    )
+    return get(conn, payload.entity_id, payload.org_id, lock=True)
+
+
+def get(conn: psycopg.Connection[Any], email_id: UUID, org_id: UUID, *, lock: bool = False) -> EmailRow | None:
+    sql = f"SELECT {COLUMNS} FROM scheduled_emails WHERE id = %s AND org_id = %s"
+    with conn.cursor(row_factory=class_row(EmailRow)) as cur:
+        return cur.execute(sql + (" FOR UPDATE" if lock else ""), (email_id, org_id)).fetchone()
+
+
+def insert(
+    conn: psycopg.Connection[Any],
+    *,
+    org_id: UUID,
+    template_key: str,
+    recipient_email: str,
+    send_at: datetime,
+    lang: str = "en",
+    recipient_name: str | None = None,
+    cc: list[str] | None = None,
+    variables: dict[str, Any] | None = None,
+    reply_to: str | None = None,
+    sequence_id: UUID | None = None,
+    sequence_step: int | None = None,
+) -> UUID | None:
+    """A SCHEDULED row; None when that sequence step exists already."""
+    row = conn.execute(
+        "INSERT INTO scheduled_emails (org_id, template_key, lang, recipient_email, recipient_name, cc,"
+        " variables, reply_to, send_at, sequence_id, sequence_step)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (sequence_id, sequence_step) DO NOTHING RETURNING id",
+        (
+            org_id,
+            template_key,
+            lang,
+            recipient_email,
+            recipient_name,
+            cc or [],
+            Jsonb(variables or {}),
+            reply_to,
+            send_at,
+            sequence_id,
+            sequence_step,
+        ),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def mark_sending(conn: psycopg.Connection[Any], email_id: UUID, message_id: str, now: datetime) -> bool:
+    """Claim the send; False when another delivery holds it (or it is no longer sendable)."""
+    cur = conn.execute(
+        "UPDATE scheduled_emails SET status = 'SENDING', message_id = %s, sending_at = %s,"
+        " attempts = attempts + 1, error_code = NULL, error = NULL, updated_at = %s"
+        " WHERE id = %s AND status = ANY(%s)",
+        (message_id, now, now, email_id, list(SENDABLE)),
+    )
+    return cur.rowcount == 1
+
+
+def mark_sent(
+    conn: psycopg.Connection[Any], email_id: UUID, reply: str, refused: dict[str, str], now: datetime
+) -> None:
+    conn.execute(
+        "UPDATE scheduled_emails SET status = 'SENT', smtp_reply = %s, refused = %s, sent_at = %s,"
+        " updated_at = %s WHERE id = %s",
+        (reply, Jsonb(refused) if refused else None, now, now, email_id),
+    )
+
+
+def mark(
+    conn: psycopg.Connection[Any],
+    email_id: UUID,
+    status: str,
+    now: datetime,
+    *,
+    error_code: str | None = None,
+    error: str | None = None,
+    smtp_reply: str | None = None,
+    attempted: bool = False,
+) -> None:
+    """FAILED, QUEUED (a retry is coming), UNCONFIRMED or CANCELED, with the reason.
+    `attempted`: an SMTP attempt that failed before SENDING was recorded (it counts too)."""
+    conn.execute(
+        "UPDATE scheduled_emails SET status = %s, error_code = %s, error = %s,"
+        " smtp_reply = COALESCE(%s, smtp_reply), attempts = attempts + %s, updated_at = %s WHERE id = %s",
+        (status, error_code, error, smtp_reply, int(attempted), now, email_id),
+    )

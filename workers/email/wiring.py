@@ -1,0 +1,81 @@
+"""The composition root of the email domain: the collaborators its functions take, built once
+per process on first use (never at import time); tests install their own with `set_mailer`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from shared.runtime import Runtime, get_runtime
+
+from . import smtp
+from .templates import Templates
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+    from shared.config import Settings
+    from shared.contracts.email import EmailSendV1
+    from shared.jobs.send import SendResult
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Mailer:
+    settings: Settings
+    pool: ConnectionPool
+    templates: Templates
+    smtp: smtp.SmtpConfig
+    send_job: Callable[[EmailSendV1], SendResult]
+    clock: Callable[[], datetime] = utcnow
+    transport: Callable[..., smtp.Accepted] = field(default=smtp.send)
+
+    @property
+    def sending_grace_s(self) -> float:
+        """How long a SENDING row may belong to a live attempt (connect + DATA timeouts)."""
+        return 2 * self.smtp.timeout_s + 1
+
+
+def build_mailer(runtime: Runtime, **overrides: Any) -> Mailer:
+    from shared.jobs import catalog
+
+    settings = runtime.settings
+
+    def send_job(payload: EmailSendV1) -> SendResult:
+        return runtime.sender.send(catalog.EMAIL_SEND, payload)
+
+    parts: dict[str, Any] = {
+        "settings": settings,
+        "pool": runtime.pool,
+        "templates": Templates(product_name=settings.email_product_name),
+        "smtp": smtp.SmtpConfig.from_settings(settings),
+        "send_job": send_job,
+    }
+    parts.update(overrides)
+    return Mailer(**parts)
+
+
+_lock = threading.Lock()
+_mailer: Mailer | None = None
+
+
+def get_mailer() -> Mailer:
+    global _mailer
+    if _mailer is None:
+        with _lock:
+            if _mailer is None:
+                _mailer = build_mailer(get_runtime())
+    return _mailer
+
+
+def set_mailer(mailer: Mailer | None) -> Mailer | None:
+    global _mailer
+    with _lock:
+        previous, _mailer = _mailer, mailer
+    return previous
