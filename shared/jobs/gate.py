@@ -59,4 +59,6 @@ class EnqueueGate:
     def forget(self, job_ids: list[str]) -> None:
         """Release job ids (their runs were purged), so they can be sent again."""
         for i in range(0, len(job_ids), 1_000):
-            self.broker.client.delete(*(dedup_key(self.namespace, j) for j in job_ids[i : i + 1_000]))
+            self.broker.client.delete(
+                *(dedup_key(self.namespace, j) for j in job_ids[i : i + 1_000])
+            )

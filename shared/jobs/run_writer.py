@@ -21,7 +21,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,17 +32,16 @@ from .message import MessageInfo
 
 log = structlog.get_logger("jobfleet.run_writer")
 
-#: Every statement takes a whole batch as arrays (`unnest`): one statement and one round trip
-#: per batch, and the per-row work stays in C rather than in Python, which shares the GIL with
-#: the worker threads.
+#: Every statement takes a whole batch as one JSON document (`json_to_recordset`): one
+#: statement and one round trip per batch, and the per-row encoding is C's `json.dumps` rather
+#: than Python-level parameter adaptation in a thread that shares the GIL with the workers.
 START_MANY = """
 INSERT INTO job_runs AS r (org_id, job_name, job_id, queue, status, entity_type, entity_id,
                            payload, attempt, max_attempts, request_id, message_id, queued_at,
                            started_at)
-SELECT o, n, j, q, 'RUNNING', et, e, p::jsonb, a, ma, rq, m, now(), now()
-  FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-              %s::text[], %s::int[], %s::int[], %s::text[], %s::text[])
-       AS u(o, n, j, q, et, e, p, a, ma, rq, m)
+SELECT o, n, j, q, 'RUNNING', et, e, p, a, ma, rq, m, now(), now()
+  FROM json_to_recordset(%s::json)
+       AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, a int, ma int, rq text, m text)
 ON CONFLICT (job_id) DO UPDATE
    SET status = 'RUNNING', attempt = EXCLUDED.attempt, max_attempts = EXCLUDED.max_attempts,
        message_id = EXCLUDED.message_id, started_at = now(), finished_at = NULL,
@@ -54,18 +52,17 @@ RETURNING r.job_id, r.checkpoint, r.cancel_requested
 QUEUED_MANY = """
 INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id,
                       payload, attempt, request_id, message_id, queued_at)
-SELECT o, n, j, q, 'QUEUED', et, e, p::jsonb, 0, r, m, t
-  FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-              %s::text[], %s::text[], %s::text[], %s::timestamptz[])
-       AS u(o, n, j, q, et, e, p, r, m, t)
+SELECT o, n, j, q, 'QUEUED', et, e, p, 0, r, m, to_timestamp(t)
+  FROM json_to_recordset(%s::json)
+       AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, r text, m text, t float8)
 ON CONFLICT (job_id) DO NOTHING
 """
 FINISH_MANY = """
 UPDATE job_runs AS r
-   SET status = u.s, result = u.res::jsonb, error_code = u.ec, error = u.er, next_retry_at = u.nr,
+   SET status = u.s, result = u.res, error_code = u.ec, error = u.er, next_retry_at = u.nr,
        finished_at = CASE WHEN u.fin THEN now() ELSE NULL END
-  FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],
-              %s::bool[]) AS u(j, s, res, ec, er, nr, fin)
+  FROM json_to_recordset(%s::json)
+       AS u(j text, s text, res jsonb, ec text, er text, nr timestamptz, fin bool)
  WHERE r.job_id = u.j AND r.status <> 'CANCELED'
 """
 PROGRESS = """
@@ -96,11 +93,39 @@ class Finish:
         return self.status in ("COMPLETED", "DEAD", "CANCELED")
 
 
+class _Waiter:
+    """A one-shot result slot; a bare lock is the cheapest thing to block a thread on (a
+    `concurrent.futures.Future` costs a Condition and callbacks per write)."""
+
+    __slots__ = ("_error", "_lock", "_value")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def set_result(self, value: Any) -> None:
+        self._value = value
+        self._lock.release()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._lock.release()
+
+    def result(self, timeout: float) -> Any:
+        if not self._lock.acquire(timeout=timeout):
+            raise TimeoutError(f"run store write not done after {timeout}s")
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 @dataclass
 class _Op:
     kind: str  # queued | start | finish | progress
-    params: tuple[Any, ...]
-    future: Future[Any] | None  # None: fire and forget (kept and retried on failure)
+    params: Any  # a row dict (batched kinds) or a parameter tuple (progress)
+    future: _Waiter | None  # None: fire and forget (kept and retried on failure)
 
 
 class RunWriter:
@@ -136,25 +161,26 @@ class RunWriter:
         self, info: MessageInfo, max_attempts: int, timeout: float = 30
     ) -> Started | None:
         """RUNNING, unless the run is already COMPLETED, DEAD or CANCELED (then None)."""
-        params = (
-            info.org_id,
-            info.job_name,
-            info.job_id,
-            info.queue,
-            info.entity_type,
-            info.entity_id,
-            _json(info.payload),
-            info.attempt,
-            max_attempts,
-            info.request_id,
-            info.message_id,
-        )
-        result: Started | None = self._fast.submit("start", params).result(timeout)
+        row = {
+            "o": info.org_id,
+            "n": info.job_name,
+            "j": info.job_id,
+            "q": info.queue,
+            "et": info.entity_type,
+            "e": info.entity_id,
+            "p": info.payload,
+            "a": info.attempt,
+            "ma": max_attempts,
+            "rq": info.request_id,
+            "m": info.message_id,
+        }
+        result: Started | None = self._fast.submit("start", row).result(timeout)
         return result
 
-    def record_queued(self, params: tuple[Any, ...]) -> None:
-        """Fire and forget: the QUEUED row of a message that Redis already holds."""
-        self._fast.submit("queued", params, wait=False)
+    def record_queued(self, row: dict[str, Any]) -> None:
+        """Fire and forget: the QUEUED row of a message that Redis already holds (keys of
+        `QUEUED_MANY`: o n j q et e p r m t)."""
+        self._fast.submit("queued", row, wait=False)
 
     def flush(self, timeout: float = 10) -> bool:
         """Wait until every QUEUED row handed over so far is written; False on timeout."""
@@ -162,17 +188,17 @@ class RunWriter:
 
     def finish_run(self, finish: Finish, timeout: float = 30) -> None:
         """Record an outcome; returns once it is durable (terminal) or written (non-terminal)."""
-        params = (
-            finish.job_id,
-            finish.status,
-            _json(finish.result) if finish.result is not None else None,
-            finish.error_code,
-            finish.error,
-            finish.next_retry_at,
-            finish.terminal,
-        )
+        row = {
+            "j": finish.job_id,
+            "s": finish.status,
+            "res": finish.result,
+            "ec": finish.error_code,
+            "er": finish.error,
+            "nr": finish.next_retry_at.isoformat() if finish.next_retry_at else None,
+            "fin": finish.terminal,
+        }
         lane = self._durable if finish.terminal else self._fast
-        lane.submit("finish", params).result(timeout)
+        lane.submit("finish", row).result(timeout)
 
     def progress(
         self, job_id: str, done: int, total: int, checkpoint: Any, timeout: float = 30
@@ -192,13 +218,9 @@ class RunWriter:
         self._durable.close(timeout)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
-
-
-def _columns(ops: Sequence[_Op]) -> list[list[Any]]:
-    """Row-wise params → one list per column (the arrays `unnest` takes)."""
-    return [list(column) for column in zip(*(op.params for op in ops), strict=True)]
+def _rows(ops: Sequence[_Op]) -> str:
+    """The batch as one JSON array of rows (`json_to_recordset` takes column names as keys)."""
+    return json.dumps([op.params for op in ops], separators=(",", ":"), default=str)
 
 
 class _Lane:
@@ -229,13 +251,13 @@ class _Lane:
         self.healthy = True
         self.last_error: str | None = None
 
-    def submit(self, kind: str, params: tuple[Any, ...], *, wait: bool = True) -> Future[Any]:
+    def submit(self, kind: str, params: Any, *, wait: bool = True) -> _Waiter:
         if not self._started:
             with self._lock:
                 if not self._started:
                     self._thread.start()
                     self._started = True
-        future: Future[Any] = Future()
+        future = _Waiter()
         if not wait:
             with self._lock:
                 self._pending += 1
@@ -324,16 +346,16 @@ class _Lane:
         for op in batch:
             by_kind.setdefault(op.kind, []).append(op)
         if "queued" in by_kind:
-            conn.execute(QUEUED_MANY, _columns(by_kind["queued"]))
+            conn.execute(QUEUED_MANY, (_rows(by_kind["queued"]),))
         if "finish" in by_kind:
-            conn.execute(FINISH_MANY, _columns(by_kind["finish"]))
+            conn.execute(FINISH_MANY, (_rows(by_kind["finish"]),))
         if "start" in by_kind:
             # A job id twice in one batch is one job delivered twice at once: the first starts
             # it, the other is skipped (None) like any delivery of a run already under way.
             first: dict[str, _Op] = {}
             for op in by_kind["start"]:
-                first.setdefault(op.params[2], op)
-            rows = conn.execute(START_MANY, _columns(list(first.values()))).fetchall()
+                first.setdefault(op.params["j"], op)
+            rows = conn.execute(START_MANY, (_rows(list(first.values())),)).fetchall()
             started = {
                 job_id: Started(checkpoint, bool(cancel)) for job_id, checkpoint, cancel in rows
             }

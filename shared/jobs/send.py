@@ -10,8 +10,6 @@ Dramatiq swallows plain exceptions raised by hooks (DESIGN §3).
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,18 +77,18 @@ class Sender:
         if holder is not None:
             return SendResult(job_id, holder, duplicate=True, status=self._status(job_id))
         self.writer.record_queued(
-            (
-                model.org_id,
-                spec.name,
-                job_id,
-                spec.queue,
-                spec.entity_type,
-                entity_id,
-                json.dumps(message.args[0], separators=(",", ":")),
-                request_id,
-                message.message_id,
-                _utc(message.options["sent_at"]),
-            )
+            {
+                "o": model.org_id,
+                "n": spec.name,
+                "j": job_id,
+                "q": spec.queue,
+                "et": spec.entity_type,
+                "e": entity_id,
+                "p": message.args[0],
+                "r": request_id,
+                "m": message.message_id,
+                "t": message.options["sent_at"],
+            }
         )
         return SendResult(job_id, message.message_id, duplicate=False, status="QUEUED")
 
@@ -105,9 +103,3 @@ class Sender:
         except psycopg.Error:
             return "UNKNOWN"
         return str(row[0]) if row else "QUEUED"
-
-
-def _utc(epoch: float) -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(epoch, UTC) if epoch else datetime.fromtimestamp(time.time(), UTC)
