@@ -1,0 +1,160 @@
+"""`fleet jobs`: list, inspect, cancel and send runs (an operator's view of `job_runs`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from uuid import UUID
+
+import typer
+
+from . import output
+from .params import load_payload, one_of
+
+app = typer.Typer(help="Runs of jobs: list, show, cancel, send.", no_args_is_help=True)
+
+RUN_STATUSES = ("QUEUED", "RUNNING", "COMPLETED", "FAILED", "DEAD", "CANCELED")
+
+OrgOption = Annotated[
+    UUID | None,
+    typer.Option("--org", help="Only this tenant's runs (default: every org, operator view)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command("list")
+def list_runs(
+    org: OrgOption = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help=f"One of {', '.join(RUN_STATUSES)}.")
+    ] = None,
+    job: Annotated[str | None, typer.Option("--job", help="Job name, e.g. email:send.")] = None,
+    queue: Annotated[str | None, typer.Option("--queue", help="Queue name, e.g. email.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, help="Most runs shown.")] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """List runs, newest first."""
+    from shared.jobs import runs
+
+    found = runs.list_runs(
+        org_id=org,
+        status=one_of(status, RUN_STATUSES, option="--status"),
+        job_name=job,
+        queue=queue,
+        limit=limit,
+    )
+    if as_json:
+        output.print_json([run.as_dict() for run in found])
+        return
+    output.print_table(
+        ("job_id", "job", "status", "attempt", "queued_at", "finished_at", "error"),
+        (
+            (
+                output.cell(r.job_id),
+                output.cell(r.job_name),
+                output.cell(r.status),
+                output.cell(f"{r.attempt}/{r.max_attempts}" if r.max_attempts else r.attempt),
+                output.cell(r.queued_at),
+                output.cell(r.finished_at),
+                output.cell(r.error_code),
+            )
+            for r in found
+        ),
+        title="Runs",
+        fold=("job_id",),
+    )
+
+
+@app.command("show")
+def show(
+    job_id: Annotated[str, typer.Argument(help="The job id (as printed by send or list).")],
+    org: OrgOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Every field of one run: status, attempts, error, progress, payload, replay history."""
+    render_run(job_id, org=org, as_json=as_json)
+
+
+def render_run(job_id: str, *, org: UUID | None, as_json: bool) -> None:
+    """Shared by `jobs show` and `dlq show`."""
+    from shared import dlq
+    from shared.errors import RunNotFound
+    from shared.jobs import runs
+
+    run = runs.find(job_id, org_id=org)
+    if run is None:
+        raise RunNotFound(f"no run {job_id}" + (f" for org {org}" if org else ""))
+    replays = dlq.history(job_id)
+    if as_json:
+        output.print_json({**run.as_dict(), "replays": replays})
+        return
+    fields: dict[str, Any] = dict(run.__dict__)
+    error = fields.pop("error")
+    output.print_fields(fields, title=f"Run {job_id}")
+    if error:
+        output.out.print("\n[bold]error[/bold]")
+        output.out.print(output.cell(error))
+    if replays:
+        output.print_table(
+            ("replayed_at", "replayed_by", "previous_error_code", "previous_attempt"),
+            (
+                (
+                    output.cell(r["replayed_at"]),
+                    output.cell(r["replayed_by"]),
+                    output.cell(r["previous_error_code"]),
+                    output.cell(r["previous_attempt"]),
+                )
+                for r in replays
+            ),
+            title="Replays",
+        )
+
+
+@app.command("cancel")
+def cancel(
+    job_id: Annotated[str, typer.Argument(help="The job id to cancel.")],
+    org: OrgOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel a run: QUEUED or waiting-to-retry runs at once, RUNNING ones at their next progress."""
+    from shared.jobs import runs
+
+    status = runs.cancel(job_id, org_id=org)
+    if as_json:
+        output.print_json({"job_id": job_id, "status": status})
+    else:
+        output.out.print(f"{output.cell(job_id)}: {status}")
+
+
+@app.command("send")
+def send(
+    job_name: Annotated[
+        str, typer.Argument(help="Job name, e.g. email:send (see `fleet contracts list`).")
+    ],
+    payload: Annotated[
+        str, typer.Option("--payload", "-p", help="The payload as JSON, or @file (@- for stdin).")
+    ],
+    request_id: Annotated[
+        str | None, typer.Option("--request-id", help="Request id carried into logs and the run.")
+    ] = None,
+    delay_ms: Annotated[
+        int | None,
+        typer.Option("--delay-ms", min=0, help="Start no earlier than this many ms from now."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Validate a payload against the job's contract and enqueue it (deduplicated by job id)."""
+    from shared.jobs import catalog
+    from shared.runtime import get_runtime
+
+    spec = catalog.get(job_name)
+    data = load_payload(payload)
+    result = spec.send(data, request_id=request_id, delay_ms=delay_ms)
+    sender: Any = get_runtime().sender
+    if hasattr(sender, "flush"):
+        sender.flush()  # the QUEUED row is written before this process exits
+    if as_json:
+        output.print_json(result.__dict__)
+        return
+    state = "duplicate of an existing run" if result.duplicate else "enqueued"
+    output.out.print(f"{output.cell(result.job_id)}")
+    output.note(f"{state}: status {result.status}, message {result.message_id}")

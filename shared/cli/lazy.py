@@ -1,0 +1,108 @@
+"""Domain sub-commands loaded on use: `fleet email ...` imports `workers.email.cli` only then.
+
+The kernel must not import workers (DESIGN §1), and a worker package may pull in heavy
+dependencies or boot its broker on import. So `fleet` registers each domain that is present on
+disk (found without importing it) as a thin forwarding command; running it imports the module
+and hands the remaining arguments to the real Typer app. A domain whose module fails to import
+says why instead of vanishing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from shared.errors import FleetError
+
+
+class DomainUnavailable(FleetError):
+    """A domain's commands cannot be loaded."""
+
+    code = "UNAVAILABLE"
+
+
+def module_present(module: str) -> bool:
+    """Whether `module` exists, found on disk without importing it or its parent packages."""
+    if module in sys.modules:
+        return True
+    top, *rest = module.split(".")
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level lookup imports nothing
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    if not rest:
+        return True
+    locations = list(spec.submodule_search_locations or ())
+    for i, part in enumerate(rest):
+        last = i == len(rest) - 1
+        packages = [
+            Path(loc, part) for loc in locations if Path(loc, part, "__init__.py").is_file()
+        ]
+        if last and (packages or any(Path(loc, f"{part}.py").is_file() for loc in locations)):
+            return True
+        if not packages:
+            return False
+        locations = [str(packages[0])]
+    return False
+
+
+def load(target: str) -> Any:
+    """Import `package.module:attribute`."""
+    module_name, _, attribute = target.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attribute) if attribute else module
+
+
+def to_command(obj: Any) -> Any:
+    """A click command from a Typer app, a click command, or a plain function."""
+    if isinstance(obj, typer.Typer):
+        return typer.main.get_command(obj)
+    if hasattr(obj, "main") and hasattr(obj, "make_context"):
+        return obj
+    if callable(obj):
+        single = typer.Typer()
+        single.command()(obj)
+        return typer.main.get_command(single)
+    raise TypeError(f"{obj!r} is neither a Typer app, a click command nor a function")
+
+
+def forwarder(name: str, target: str) -> Callable[[typer.Context], None]:
+    """The body of `fleet <name>`: load the real app and run it on the remaining arguments."""
+
+    def forward(ctx: typer.Context) -> None:
+        try:
+            command = to_command(load(target))
+        except Exception as exc:
+            raise DomainUnavailable(
+                f"fleet {name} is unavailable: cannot load {target}: {type(exc).__name__}: {exc}"
+            ) from exc
+        prog = f"{ctx.find_root().info_name or 'fleet'} {name}"
+        command.main(args=list(ctx.args), prog_name=prog, standalone_mode=True)
+
+    forward.__name__ = f"forward_{name}"
+    return forward
+
+
+def register(app: typer.Typer, domains: dict[str, str], helps: dict[str, str]) -> list[str]:
+    """Add a forwarding command for every domain present on disk; returns their names."""
+    added = []
+    for name, target in domains.items():
+        if not module_present(target.partition(":")[0]):
+            continue  # not written yet, or not installed: silently absent
+        app.command(
+            name,
+            help=helps.get(name, f"Commands of {name} (from {target})."),
+            context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+            add_help_option=False,
+            rich_help_panel="Domains",
+        )(forwarder(name, target))
+        added.append(name)
+    return added

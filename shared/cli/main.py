@@ -1,0 +1,142 @@
+"""`fleet`: the operator's command line (console script `fleet = shared.cli.main:app`).
+
+Kernel commands live in their own modules (`jobs`, `dlq`, `outbox`, `contracts`, `settings`);
+domain commands are listed in `DOMAIN_APPS` and loaded only when used (`lazy.py`).
+
+Errors: a `FleetError` ends the command with one red line on stderr, no traceback; exit code 2
+for bad input (invalid payload, unknown job), 1 for everything else. Unreachable Redis or
+Postgres is reported the same way. `FLEET_DEBUG=1` shows the traceback instead. Logs go to
+stderr at `FLEET_LOG_LEVEL` (default WARNING), so stdout carries only the command's output.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from . import contracts, dlq, jobs, outbox, output
+from .lazy import register
+from .settings import config
+
+#: Domain sub-apps, imported only when their command runs (shared never imports workers).
+DOMAIN_APPS: dict[str, str] = {
+    "email": "workers.email.cli:app",
+    "chain": "shared.chain.cli:app",
+    "wallets": "shared.chain.cli:wallets_app",
+    "run": "shared.cli.run:run",
+}
+DOMAIN_HELP: dict[str, str] = {
+    "email": "Email: templates, sequences, the local mailbox.",
+    "chain": "Blockchain: indexer cursor, lottery keeper, chain actions.",
+    "wallets": "Custodial wallets (keys encrypted at rest).",
+    "run": "Start the whole fleet locally with embedded defaults.",
+}
+
+#: Errors that mean bad input rather than a failure of the system.
+USAGE_CODES = frozenset({"INVALID_PAYLOAD", "UNKNOWN_JOB"})
+#: Modules whose exceptions mean "a backing service is unreachable or refused".
+SERVICE_ERRORS = {
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+    "sqlalchemy": "postgres",
+    "redis": "redis",
+}
+
+
+class FleetApp(typer.Typer):
+    """A Typer app that turns fleet errors into one red line and an exit code."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as exc:
+            code = exit_code(exc)
+            if code is None or os.environ.get("FLEET_DEBUG"):
+                raise
+            output.error_line(describe(exc))
+            sys.exit(code)
+        finally:
+            _close_runtime()
+
+
+def exit_code(exc: BaseException) -> int | None:
+    from shared.errors import FleetError
+
+    if isinstance(exc, FleetError):
+        return 2 if exc.code in USAGE_CODES else 1
+    if _service(exc):
+        return 1
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    service = _service(exc)
+    if service:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return f"{service}: {type(exc).__name__}: {first}"
+    return str(exc)
+
+
+def _service(exc: BaseException) -> str | None:
+    return SERVICE_ERRORS.get(type(exc).__module__.split(".")[0])
+
+
+def _close_runtime() -> None:
+    """Flush and close the runtime a command built (pending QUEUED rows get written)."""
+    runtime_module = sys.modules.get("shared.runtime")
+    if runtime_module is None:
+        return
+    previous = runtime_module.set_runtime(None)
+    if previous is not None:
+        previous.close()
+
+
+app = FleetApp(
+    name="fleet",
+    help="Operate the jobfleet: jobs, dead letters, the outbox, contracts, the database.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _configure() -> None:
+    # Library logs (outbox, run writer, ...) go to stderr, so stdout stays clean for --json.
+    from shared.observability.logging import configure_logging
+
+    configure_logging(
+        level=os.environ.get("FLEET_LOG_LEVEL", "WARNING"), fmt="console", process="fleet"
+    )
+
+
+app.add_typer(jobs.app, name="jobs")
+app.add_typer(dlq.app, name="dlq")
+app.add_typer(outbox.app, name="outbox")
+app.add_typer(contracts.app, name="contracts")
+
+db_app = typer.Typer(help="Database schema: apply migrations.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.command("config")(config)
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: Annotated[
+        str, typer.Option("--revision", help="Target revision (default: every head).")
+    ] = "heads",
+) -> None:
+    """Create the database if missing and apply every migration (kernel and domains)."""
+    from shared.config import get_settings
+    from shared.db.migrate import upgrade
+
+    from .settings import redact_url
+
+    url = get_settings().database_url
+    upgrade(url, revision)
+    output.out.print(f"database {output.cell(redact_url(url))} upgraded to {revision}")
+
+
+DOMAINS = register(app, DOMAIN_APPS, DOMAIN_HELP)
