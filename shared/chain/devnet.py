@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .client import ChainClient
 from .errors import RpcUnavailable
@@ -114,3 +114,66 @@ def dev_accounts(count: int = 10) -> list[LocalAccount]:
         Account.from_mnemonic(DEV_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}")
         for i in range(count)
     ]
+
+
+def transact(
+    client: ChainClient,
+    account: LocalAccount,
+    to: str,
+    data: bytes,
+    *,
+    value: int = 0,
+    timeout_s: float = 10.0,
+) -> dict[str, Any]:
+    """Sign, send and wait for one transaction (dev tooling and tests; no journal, no lock)."""
+    from .fees import GWEI, initial_fees
+
+    call = {"from": account.address, "to": to, "data": data, "value": value}
+    gas = client.estimate_gas(call) * 12 // 10
+    fees = initial_fees(client.base_fee(), priority_fee=GWEI, cap=1_000 * GWEI)
+    tx: dict[str, Any] = {
+        "type": 2,
+        "chainId": client.chain_id(),
+        "nonce": client.nonce(account.address, "pending"),
+        "to": to,
+        "data": data,
+        "value": value,
+        "gas": gas,
+        **fees.as_tx_fields(),
+    }
+    signed = account.sign_transaction(tx)
+    tx_hash = client.send_raw(bytes(signed.raw_transaction))
+    deadline = time.monotonic() + timeout_s
+    while (receipt := client.receipt(tx_hash)) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{tx_hash} unmined after {timeout_s}s")
+        time.sleep(0.02)
+    return receipt
+
+
+# -- anvil's own RPC methods (development node only) --
+
+
+def set_automine(client: ChainClient, enabled: bool) -> None:
+    client.request("evm_setAutomine", [enabled])
+
+
+def mine(client: ChainClient, blocks: int = 1) -> None:
+    client.request("anvil_mine", [hex(blocks)])
+
+
+def increase_time(client: ChainClient, seconds: int) -> None:
+    client.request("evm_increaseTime", [seconds])
+    client.request("evm_mine", [])
+
+
+def drop_transaction(client: ChainClient, tx_hash: str) -> None:
+    client.request("anvil_dropTransaction", [tx_hash])
+
+
+def snapshot(client: ChainClient) -> str:
+    return str(client.request("evm_snapshot", []))
+
+
+def revert(client: ChainClient, snapshot_id: str) -> bool:
+    return bool(client.request("evm_revert", [snapshot_id]))

@@ -1,0 +1,186 @@
+"""Chain fixtures: one anvil per test session (random port and chain id), the reference contracts
+deployed once and restored from an EVM snapshot before each test, wallets sealed under a test KEK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from shared.chain import devnet
+from shared.chain.abi import BADGE, COORDINATOR, LOTTERY
+from shared.chain.client import ChainClient
+from shared.chain.deploy import LotteryConfig, deploy_reference
+from shared.chain.registry import Deployment, record_deployment
+from shared.chain.wallets import EMBEDDED, OPERATOR, store_wallet
+from shared.config import Settings
+from shared.runtime import Runtime
+from tests.support.env import test_env
+
+from .world import KEK_A, MIN_PLAYERS, ROUND_S, TICKET, World, keyring
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def anvil() -> Iterator[devnet.Anvil]:
+    node = devnet.start_anvil(chain_id=random.randint(40_000, 60_000))
+    yield node
+    node.stop()
+
+
+@dataclass
+class Deployed:
+    contracts: dict[str, str]
+    accounts: list[Any]
+    snapshot: str  # an anvil snapshot id; reverting to it consumes it
+
+
+@pytest.fixture(scope="session")
+def deployed(anvil: devnet.Anvil) -> Deployed:
+    client = ChainClient.connect(anvil.url)
+    accounts = devnet.dev_accounts(10)
+    config = LotteryConfig(
+        ticket_price_wei=TICKET, round_duration_s=ROUND_S, min_players=MIN_PLAYERS
+    )
+    contracts = deploy_reference(client, accounts[0], operator=accounts[0].address, config=config)
+    return Deployed(
+        {name: d.address for name, d in contracts.items()}, accounts, devnet.snapshot(client)
+    )
+
+
+def chain_env(anvil: devnet.Anvil, **extra: str) -> dict[str, str]:
+    """Environment of this session's chain-actions processes (short timeouts, fast retries)."""
+    env = {
+        **test_env(),
+        "CHAIN_RPC_URL": anvil.url,
+        "CHAIN_ID": str(anvil.chain_id),
+        "CHAIN_KEKS": json.dumps({"a": KEK_A}),
+        "CHAIN_KEK_ID": "a",
+        "CHAIN_SIGNER_LOCK_TTL_MS": "2000",
+        "CHAIN_RPC_TIMEOUT_S": "2",
+        "RETRIES": json.dumps(
+            {"chain-actions": {"max_attempts": 5, "min_backoff_ms": 300, "max_backoff_ms": 1000}}
+        ),
+    }
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def chain_settings(settings: Settings, anvil: devnet.Anvil) -> Settings:
+    return settings.model_copy(
+        update={
+            "chain_rpc_url": anvil.url,
+            "chain_id": anvil.chain_id,
+            "chain_keks": {"a": SecretStr(KEK_A)},
+            "chain_kek_id": "a",
+            "chain_signer_lock_ttl_ms": 2_000,
+            "chain_rpc_timeout_s": 2.0,
+        }
+    )
+
+
+@pytest.fixture
+def world(runtime: Runtime, anvil: devnet.Anvil, deployed: Deployed) -> Iterator[World]:
+    """The chain back at the post-deploy snapshot; the clean database knows contracts and wallets.
+
+    Wallets: accounts[0] is the operator; accounts[1..6] are embedded wallets with keys;
+    accounts[7] is a keyless embedded wallet; accounts[8..9] are unknown to the fleet.
+    """
+    client = ChainClient.connect(anvil.url)
+    devnet.set_automine(client, True)
+    assert devnet.revert(client, deployed.snapshot)
+    deployed.snapshot = devnet.snapshot(client)
+    accounts, ring = deployed.accounts, keyring()
+    with runtime.pool.connection() as conn:
+        for name in (COORDINATOR, LOTTERY, BADGE):
+            record_deployment(conn, anvil.chain_id, Deployment(name, deployed.contracts[name]))
+        store_wallet(conn, ring, bytes(accounts[0].key), kind=OPERATOR)
+        for account in accounts[1:7]:
+            store_wallet(conn, ring, bytes(account.key), kind=EMBEDDED)
+        store_wallet(conn, ring, None, address=accounts[7].address, kind=EMBEDDED)
+    yield World(client, accounts, deployed.contracts)
+    devnet.set_automine(client, True)
+
+
+@pytest.fixture
+def chain_runtime(chain_settings: Settings, world: World) -> Iterator[Runtime]:
+    """A runtime on the chain settings (its own pool), for the domain's collaborators."""
+    rt = Runtime(chain_settings)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def deps(chain_runtime: Runtime) -> Any:
+    from workers.chain_actions import services
+
+    return services.build(chain_runtime)
+
+
+class Workers:
+    """`dramatiq workers.chain_actions` processes of this session; logs kept for inspection."""
+
+    def __init__(self, tmp: Path, env: dict[str, str]) -> None:
+        self.tmp = tmp
+        self.env = env
+        self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+    def start(self, *, threads: int = 2, **extra: str) -> subprocess.Popen[bytes]:
+        log = self.tmp / f"worker-{len(self.procs)}.log"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dramatiq",
+                "workers.chain_actions",
+                "--processes",
+                "1",
+                "--threads",
+                str(threads),
+            ],
+            cwd=ROOT,
+            env={**os.environ, **self.env, **extra},
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs.append((proc, log))
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(log.read_text(errors="replace") for _, log in self.procs if log.exists())
+
+    def stop_all(self) -> None:
+        for proc, _ in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, _ in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.fixture
+def workers(tmp_path: Path, anvil: devnet.Anvil, world: World) -> Iterator[Workers]:
+    group = Workers(tmp_path, chain_env(anvil))
+    yield group
+    group.stop_all()

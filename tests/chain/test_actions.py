@@ -1,0 +1,143 @@
+"""The chain actions' outcome rules on a real node, through the domain function (in process)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.chain.abi import BADGE, encode_call
+from shared.chain.transactions import TxRequest
+from shared.errors import PermanentError
+from shared.jobs.ids import chain_job_id
+from workers.chain_actions.domain import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE, Action, perform
+
+from .world import TICKET, World
+
+ZERO = "0x" + "00" * 20
+
+
+def action(kind: str, round_id: int, address: str) -> Action:
+    return Action(kind, chain_job_id(kind, round_id, address), round_id, address)
+
+
+def journal_row(db: Any, job_id: str) -> dict[str, Any]:
+    cur = db.execute(
+        "SELECT status, error_code, tx_hash, gas_used, jsonb_array_length(tx_hashes) FROM chain_actions"
+        " WHERE job_id = %s",
+        (job_id,),
+    )
+    status, code, tx_hash, gas, sent = cur.fetchone()
+    return {"status": status, "error_code": code, "tx_hash": tx_hash, "gas_used": gas, "sent": sent}
+
+
+def test_mint_badge_mints_once_then_reports_already_minted(
+    world: World, deps: Any, db: Any
+) -> None:
+    player = world.accounts[3].address
+    first = perform(action(MINT_BADGE, 1, player), deps)
+    assert first["outcome"] == "confirmed" and first["signer"] == world.operator.address
+    assert world.has_badge(player, 1)
+    assert journal_row(db, chain_job_id(MINT_BADGE, 1, player))["status"] == "CONFIRMED"
+
+    other_job = Action(MINT_BADGE, "MINT_BADGE-again", 1, player)  # the same mint under another key
+    again = perform(other_job, deps)
+    assert again == {
+        **again,
+        "outcome": "already_done",
+        "error": "BadgeAlreadyMinted",
+        "tx_hash": None,
+    }
+    assert world.badge_call("balanceOf", player)[0] == 1
+
+
+def test_claim_prize_pays_the_winner_then_reports_already_claimed(
+    world: World, deps: Any, db: Any
+) -> None:
+    round_id, winner = world.drawn_round(world.accounts[1], world.accounts[2])
+    before = world.client.balance(winner.address)
+    done = perform(action(CLAIM_PRIZE, round_id, winner.address), deps)
+    assert done["outcome"] == "confirmed" and done["signer"] == winner.address
+    fee_bound = 10**16
+    assert world.client.balance(winner.address) > before + 2 * TICKET - fee_bound
+    again = perform(Action(CLAIM_PRIZE, "CLAIM_PRIZE-again", round_id, winner.address), deps)
+    assert again["outcome"] == "already_done" and again["error"] == "PrizeAlreadyClaimed"
+
+
+def test_claim_refund_repays_the_payer_then_reports_nothing_to_refund(
+    world: World, deps: Any
+) -> None:
+    payer = world.accounts[4]
+    round_id = world.cancelled_round(payer)
+    paid = world.lottery_call("paidBy", round_id, payer.address)[0]
+    assert paid == 2 * TICKET
+    done = perform(action(CLAIM_REFUND, round_id, payer.address), deps)
+    assert done["outcome"] == "confirmed"
+    assert world.lottery_call("paidBy", round_id, payer.address)[0] == 0
+    again = perform(Action(CLAIM_REFUND, "CLAIM_REFUND-again", round_id, payer.address), deps)
+    assert again["outcome"] == "already_done" and again["error"] == "NothingToRefund"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "error"),
+    [
+        ("claim a prize one did not win", "NotWinner"),
+        ("claim the prize of a round still open", "RoundNotCompleted"),
+        ("claim a refund of a drawn round", "RoundNotCancelled"),
+        ("mint a badge to the zero address", "ZeroAddressNotAllowed"),
+    ],
+)
+def test_definitive_reverts_fail_permanently_with_the_error_name(
+    world: World, deps: Any, db: Any, scenario: str, error: str
+) -> None:
+    if error == "NotWinner":
+        round_id, winner = world.drawn_round(world.accounts[1], world.accounts[2])
+        loser = world.accounts[2] if winner == world.accounts[1] else world.accounts[1]
+        job = action(CLAIM_PRIZE, round_id, loser.address)
+    elif error == "RoundNotCompleted":
+        job = action(CLAIM_PRIZE, world.current_round(), world.accounts[1].address)
+    elif error == "RoundNotCancelled":
+        round_id, winner = world.drawn_round(world.accounts[1], world.accounts[2])
+        job = action(CLAIM_REFUND, round_id, world.accounts[1].address)
+    else:
+        job = action(MINT_BADGE, 1, ZERO)
+    nonce = world.nonce(world.operator.address)
+    with pytest.raises(PermanentError) as failure:
+        perform(job, deps)
+    assert failure.value.code == error
+    assert journal_row(db, job.job_id) == {
+        **journal_row(db, job.job_id),
+        "status": "FAILED",
+        "error_code": error,
+    }
+    assert world.nonce(world.operator.address) == nonce  # decided by the preflight: no gas spent
+
+
+@pytest.mark.parametrize(
+    ("who", "reason"),
+    [(8, "unknown wallet"), (7, "has no stored key")],
+)
+def test_a_wallet_without_a_key_completes_doing_nothing(
+    world: World, deps: Any, db: Any, caplog: pytest.LogCaptureFixture, who: int, reason: str
+) -> None:
+    round_id = world.cancelled_round(world.accounts[who])
+    job = action(CLAIM_REFUND, round_id, world.accounts[who].address)
+    nonce = world.nonce(world.accounts[who].address)
+    result = perform(job, deps)
+    assert result["outcome"] == "skipped" and reason in result["reason"]
+    assert journal_row(db, job.job_id)["status"] == "SKIPPED"
+    assert world.nonce(world.accounts[who].address) == nonce
+
+
+def test_a_mined_revert_is_decoded_into_its_custom_error(world: World, deps: Any) -> None:
+    """Sent despite its preflight: the receipt says status 0 and the replay names the error."""
+    player = world.accounts[5].address
+    perform(action(MINT_BADGE, 2, player), deps)
+    deps.journal.begin("forced-revert", type=MINT_BADGE, round_id=2, address=player)
+    request = TxRequest(
+        "forced-revert", world.contracts[BADGE], encode_call(BADGE, "mintBadge", player, 2)
+    )
+    outcome = deps.sender.execute(world.operator, request, preflight=False)
+    assert outcome.tx_hash is not None and outcome.gas_used and not outcome.confirmed
+    assert outcome.revert is not None and outcome.revert.name == "BadgeAlreadyMinted"
+    assert outcome.revert.args["roundId"] == 2

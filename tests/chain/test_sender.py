@@ -1,0 +1,58 @@
+"""The transaction sender against anvil with mining switched off: replacement of a transaction
+that the node dropped or that stays unmined, with the same nonce and bumped fees."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from shared.chain import devnet
+from shared.chain.abi import BADGE, encode_call
+from shared.chain.transactions import TxPolicy, TxRequest, TxSender
+from tests.support.wait import wait_for
+
+from .world import World
+
+
+@pytest.mark.parametrize("fate", ["dropped", "stuck"])
+def test_an_unmined_transaction_is_replaced_with_the_same_nonce(
+    world: World, deps: Any, fate: str
+) -> None:
+    client, operator, player = world.client, world.operator, world.accounts[6].address
+    sender = TxSender(
+        client, deps.sender.locks, deps.journal, TxPolicy(replace_after_s=0.4, receipt_timeout_s=30)
+    )
+    key = f"replace-{fate}"
+    deps.journal.begin(key, type="MINT_BADGE", round_id=1, address=player)
+    nonce = world.nonce(operator.address)
+    devnet.set_automine(client, False)
+    with ThreadPoolExecutor(1) as pool:
+        request = TxRequest(key, world.contracts[BADGE], encode_call(BADGE, "mintBadge", player, 1))
+        future = pool.submit(sender.execute, operator, request)
+        first = wait_for(
+            lambda: deps.journal.in_flight(key), timeout=10, what="a journaled broadcast"
+        ).latest
+        wait_for(
+            lambda: client.transaction(first.tx_hash),
+            timeout=10,
+            what="the transaction in the pool",
+        )
+        if fate == "dropped":
+            devnet.drop_transaction(client, first.tx_hash)
+            assert client.transaction(first.tx_hash) is None
+        flight = wait_for(
+            lambda: (f := deps.journal.in_flight(key)) and len(f.broadcasts) >= 2 and f,
+            timeout=10,
+            what="a replacement",
+        )
+        replacement = flight.broadcasts[1]
+        assert replacement.nonce == first.nonce == nonce
+        assert replacement.max_fee > first.max_fee and replacement.priority_fee > first.priority_fee
+        devnet.mine(client)
+        outcome = future.result(timeout=20)
+    assert outcome.confirmed and outcome.nonce == nonce and outcome.tx_hash != first.tx_hash
+    assert client.receipt(first.tx_hash) is None
+    assert world.nonce(operator.address) == nonce + 1  # one transaction, whatever was broadcast
+    assert world.has_badge(player, 1)

@@ -1,0 +1,147 @@
+"""`dramatiq workers.chain_actions` processes on anvil: the whole path, several processes
+sharing one signer, a node that is down then up, and a worker killed mid-transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.chain import devnet
+from shared.contracts.base import SYSTEM_ORG
+from shared.jobs import catalog, runs
+from shared.runtime import Runtime
+from tests.support.wait import wait_for
+
+from .conftest import Workers
+from .proxy import Proxy
+from .world import KEK_A, World
+
+pytestmark = pytest.mark.slow
+
+
+def finished(runtime: Runtime, job_ids: list[str], timeout: float = 40) -> list[runs.RunView]:
+    def probe() -> list[runs.RunView] | None:
+        views = [runs.find(j, org_id=None, runtime=runtime) for j in job_ids]
+        if all(v is not None and v.status in ("COMPLETED", "DEAD") for v in views):
+            return views  # type: ignore[return-value]
+        return None
+
+    return wait_for(probe, timeout=timeout, interval=0.1, what=f"{len(job_ids)} runs to finish")
+
+
+def mint(round_id: int, player: str) -> str:
+    return catalog.CHAIN_MINT_BADGE.send(
+        {"org_id": SYSTEM_ORG, "round_id": round_id, "player": player}
+    ).job_id
+
+
+def test_the_worker_runs_each_action_and_never_logs_a_private_key(
+    world: World, workers: Workers, runtime: Runtime
+) -> None:
+    a = world.accounts
+    prize_round, winner = world.drawn_round(a[1], a[2])
+    refund_round = world.cancelled_round(a[3])
+    workers.start(LOG_LEVEL="DEBUG")
+    jobs = [
+        mint(prize_round, a[1].address),
+        catalog.CHAIN_CLAIM_PRIZE.send(
+            {"org_id": SYSTEM_ORG, "round_id": prize_round, "winner": winner.address}
+        ).job_id,
+        catalog.CHAIN_CLAIM_REFUND.send(
+            {"org_id": SYSTEM_ORG, "round_id": refund_round, "payer": a[3].address}
+        ).job_id,
+    ]
+    views = finished(runtime, jobs)
+    assert [(v.status, v.result["outcome"]) for v in views] == [("COMPLETED", "confirmed")] * 3
+    assert world.has_badge(a[1].address, prize_round)
+    assert world.lottery_call("getRound", prize_round)[0][9] is True  # prizeClaimed
+    assert world.lottery_call("paidBy", refund_round, a[3].address)[0] == 0
+
+    logs = workers.logs().lower()
+    assert "chain_action.confirmed" in logs and "tx.broadcast" in logs  # the logs were captured
+    for account in world.accounts:
+        assert bytes(account.key).hex() not in logs
+    assert KEK_A.lower() not in logs
+
+
+def test_two_workers_racing_on_one_signer_use_consecutive_nonces(
+    world: World, workers: Workers, runtime: Runtime, db: Any
+) -> None:
+    start = world.nonce(world.operator.address)
+    workers.start(threads=4)
+    workers.start(threads=4)
+    players = ["0x" + f"{i:02x}" * 20 for i in range(1, 11)]
+    views = finished(runtime, [mint(7, p) for p in players])
+    assert {v.status for v in views} == {"COMPLETED"}
+    nonces = sorted(
+        r[0] for r in db.execute("SELECT nonce FROM chain_actions WHERE status = 'CONFIRMED'")
+    )
+    assert nonces == list(range(start, start + len(players)))
+    assert world.nonce(world.operator.address) == start + len(players)
+    assert all(world.has_badge(p, 7) for p in players)
+
+
+def test_a_node_down_then_up_is_retried_until_the_action_is_done(
+    world: World, workers: Workers, runtime: Runtime, anvil: devnet.Anvil
+) -> None:
+    port = devnet.free_port()
+    proxy = Proxy(port, ("127.0.0.1", int(anvil.url.rsplit(":", 1)[1])))
+    workers.start(CHAIN_RPC_URL=f"http://127.0.0.1:{port}")
+    job = mint(3, world.accounts[4].address)
+    failed = wait_for(
+        lambda: (v := runs.find(job, org_id=None, runtime=runtime)) and v.attempt >= 2 and v,
+        timeout=20,
+        what="an attempt failed on the unreachable node",
+    )
+    assert failed.error_code == "RPCUNAVAILABLE" and "RpcUnavailable" in (failed.error or "")
+    proxy.up()
+    try:
+        (view,) = finished(runtime, [job])
+    finally:
+        proxy.down()
+    assert view.status == "COMPLETED" and view.result["outcome"] == "confirmed"
+    assert world.has_badge(world.accounts[4].address, 3)
+
+
+def test_a_worker_killed_after_broadcast_sends_no_second_transaction(
+    world: World, workers: Workers, runtime: Runtime, db: Any
+) -> None:
+    player, operator = world.accounts[5].address, world.operator.address
+    start = world.nonce(operator)
+    devnet.set_automine(world.client, False)
+    first = workers.start()
+    job = mint(4, player)
+
+    def journaled() -> str | None:
+        row = db.execute(
+            "SELECT status, tx_hash FROM chain_actions WHERE job_id = %s", (job,)
+        ).fetchone()
+        return row[1] if row and row[0] == "SENT" else None
+
+    tx_hash = wait_for(journaled, timeout=20, what="the transaction journaled")
+    wait_for(
+        lambda: world.client.transaction(tx_hash),
+        timeout=10,
+        what="the transaction in the node's pool",
+    )
+    workers.kill(first)  # SIGKILL while it waits for the receipt
+    workers.start()
+    wait_for(
+        lambda: (
+            db.execute("SELECT attempts FROM chain_actions WHERE job_id = %s", (job,)).fetchone()[0]
+            >= 2
+        ),
+        timeout=20,
+        what="the redelivered job reconciling",
+    )
+    devnet.mine(world.client)
+    (view,) = finished(runtime, [job])
+    assert view.status == "COMPLETED" and view.result["reconciled"] is True
+    assert view.result["tx_hash"] == tx_hash
+    assert world.nonce(operator) == start + 1  # exactly one transaction from the operator
+    sent = db.execute(
+        "SELECT jsonb_array_length(tx_hashes) FROM chain_actions WHERE job_id = %s", (job,)
+    )
+    assert sent.fetchone()[0] == 1
+    assert world.has_badge(player, 4) and world.badge_call("balanceOf", player)[0] == 1
