@@ -1,0 +1,1 @@
+"""Benchmarks: bare Dramatiq vs jobfleet in one run (`throughput.py`), worker memory (`memory.py`)."""
