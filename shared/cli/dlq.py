@@ -103,7 +103,10 @@ def replay(
     for r in done:
         suffix = "" if dry_run else f" as message {r.message_id}"
         output.out.print(f"{verb} {output.cell(r.job_id)}{suffix}")
-    output.note(f"{len(done)} run(s) {verb} by {operator}" + (" (dry run)" if dry_run else ""))
+    output.note(
+        f"{verb} {len(done)} run(s) as {operator}"
+        + (" (dry run: nothing changed)" if dry_run else "")
+    )
 
 
 @app.command("purge")
