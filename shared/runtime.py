@@ -48,7 +48,7 @@ class Runtime:
             kwargs={"options": "-c synchronous_commit=off"},
             name="jobfleet-producer",
             open=True,
-            timeout=5.0,
+            timeout=3.0,
         )
 
     @cached_property

@@ -60,6 +60,18 @@ class MessageInfo:
 
 
 def message_info(message: dramatiq.Message[Any] | Any) -> MessageInfo:
+    """The tracking fields of a received message (computed once per delivery, then cached on
+    the message proxy for the next middleware)."""
+    cached = getattr(message, "fleet_info", None)
+    if isinstance(cached, MessageInfo):
+        return cached
+    info = _message_info(message)
+    if hasattr(message, "_message"):  # a MessageProxy of this delivery, not a shared Message
+        message.fleet_info = info  # type: ignore[union-attr]
+    return info
+
+
+def _message_info(message: dramatiq.Message[Any] | Any) -> MessageInfo:
     options = message.options
     payload = (
         message.args[0]

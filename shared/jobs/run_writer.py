@@ -157,6 +157,15 @@ class RunWriter:
     def last_error(self) -> str | None:
         return self._fast.last_error or self._durable.last_error
 
+    @property
+    def last_ok(self) -> float:
+        """`time.monotonic()` of the last successful write (or `mark_ok`); 0 before any."""
+        return max(self._fast.last_ok, self._durable.last_ok)
+
+    def mark_ok(self) -> None:
+        """Record that the store answered (a probe by the caller)."""
+        self._fast.last_ok = time.monotonic()
+
     def start_run(
         self, info: MessageInfo, max_attempts: int, timeout: float = 30
     ) -> Started | None:
@@ -250,6 +259,7 @@ class _Lane:
         self.retry_max_s = 5.0
         self.healthy = True
         self.last_error: str | None = None
+        self.last_ok = 0.0
 
     def submit(self, kind: str, params: Any, *, wait: bool = True) -> _Waiter:
         if not self._started:
@@ -312,6 +322,7 @@ class _Lane:
                 self._failed(batch, exc)
                 return
             self.healthy, self.last_error, self._retry_delay = True, None, 0.25
+            self.last_ok = time.monotonic()
             written = 0
             for op, result in zip(batch, results, strict=True):
                 if op.future is not None:

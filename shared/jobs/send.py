@@ -10,6 +10,7 @@ Dramatiq swallows plain exceptions raised by hooks (DESIGN §3).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from .spec import JobSpec
 
 SELECT_EXISTING = "SELECT status FROM job_runs WHERE job_id = %s"
+#: A producer whose writer has not reached Postgres for this long checks before sending.
+PROBE_AFTER_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,7 @@ class Sender:
     ) -> SendResult:
         model = spec.build(payload)  # PayloadError before Redis or Postgres is touched
         job_id = spec.job_id(model)
-        if not self.writer.healthy:
-            raise TrackingUnavailable(f"cannot record {job_id}: {self.writer.last_error}")
+        self._check_tracking(job_id)
         entity_id = spec.entity_id(model) or None
         request_id = request_id or request_id_var.get()
         message = build_message(
@@ -91,6 +93,24 @@ class Sender:
             }
         )
         return SendResult(job_id, message.message_id, duplicate=False, status="QUEUED")
+
+    def _check_tracking(self, job_id: str) -> None:
+        """Fail loudly, before anything is enqueued, when the run store is unreachable.
+
+        The writer knows from its last write; when it has not written for `PROBE_AFTER_S`
+        (an idle producer, a fresh process), a `SELECT 1` asks. Sends in a steady stream keep
+        the writer fresh, so the probe costs nothing on the hot path.
+        """
+        if not self.writer.healthy:
+            raise TrackingUnavailable(f"cannot record {job_id}: {self.writer.last_error}")
+        if time.monotonic() - self.writer.last_ok < PROBE_AFTER_S:
+            return
+        try:
+            with self.pool.connection() as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            raise TrackingUnavailable(f"cannot record {job_id}: {exc}") from exc
+        self.writer.mark_ok()
 
     def flush(self, timeout: float = 10) -> bool:
         """Wait until the QUEUED rows of every send so far are written."""

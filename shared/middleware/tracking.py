@@ -99,7 +99,7 @@ class Tracking(Middleware):
         into Redis's `.XQ` set only: without this it would be invisible in the fleet's DLQ.
         """
         exc = getattr(message, "_exception", None)
-        if getattr(message, "fleet_info", None) is not None or not isinstance(exc, ActorNotFound):
+        if getattr(message, "fleet_ctx", None) is not None or not isinstance(exc, ActorNotFound):
             return
         info = message_info(message)
         policy = self.policy(broker, info.job_name, info.queue)
@@ -124,11 +124,11 @@ class Tracking(Middleware):
         token = getattr(message, "fleet_token", None)
         if token is not None:
             set_current_job(None)
-        info: MessageInfo | None = getattr(message, "fleet_info", None)
-        if info is None:
+        if getattr(message, "fleet_ctx", None) is None:  # the start was not recorded
             if isinstance(exception, TrackingDown):
                 self._requeue(broker, message, TRACKING_DOWN_DELAY_MS, attempt=None)
             return
+        info: MessageInfo = message.fleet_info
         policy = self.policy(broker, info.job_name, info.queue)
         outcome = decide(
             attempt=info.attempt,

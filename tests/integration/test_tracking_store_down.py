@@ -36,12 +36,6 @@ def _echo() -> dict[str, str]:
     return {"org_id": str(uuid.uuid4()), "entity_id": str(uuid.uuid4()), "message": "untracked"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="send.py (uncommitted rework): the QUEUED row is written after the enqueue, by a "
-    "background writer whose `healthy` flag only turns False after a failed write, so the first "
-    "send after Postgres went down is enqueued untracked and answers duplicate=False",
-)
 def test_a_send_with_the_tracking_store_down_raises_and_enqueues_nothing(runtime, pg_down) -> None:
     """A worker's broker (every fleet middleware on it; workers send too): nothing gets through."""
     broker = worker_broker(pg_down, "test")
