@@ -149,9 +149,9 @@ def send(
     spec = catalog.get(job_name)
     data = load_payload(payload)
     result = spec.send(data, request_id=request_id, delay_ms=delay_ms)
-    sender: Any = get_runtime().sender
-    if hasattr(sender, "flush"):
-        sender.flush()  # the QUEUED row is written before this process exits
+    if not result.duplicate and not get_runtime().sender.flush():
+        # The message is in Redis; the worker records the run itself when it starts it.
+        output.note("warning: the QUEUED row is not written yet (Postgres slow or down)")
     if as_json:
         output.print_json(result.__dict__)
         return
