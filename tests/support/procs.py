@@ -1,8 +1,8 @@
 """Real processes for tests: Dramatiq worker processes and a private `redis-server`.
 
 Every process is started in its own session (process group), logs to a file under the test's
-tmp dir, and is stopped by `Procs.close()` (the `procs` fixture) even when the test fails: first
-SIGTERM to the group, then SIGKILL.
+tmp dir, and its whole group is killed by `Procs.close()` (the `procs` fixture) even when the
+test fails.
 """
 
 from __future__ import annotations
@@ -70,12 +70,9 @@ class Proc:
     def wait(self, timeout: float) -> int:
         return self.popen.wait(timeout)
 
-    def close(self, grace: float = 5.0) -> None:
-        if self.alive():
-            self.kill_group(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(grace)
-        # Whatever is left of the group (children of a dead main process included) goes now.
+    def close(self) -> None:
+        """SIGKILL the whole group: a test's processes owe nothing to anyone once it is over
+        (the next test starts on a clean database and broker namespace)."""
         self.kill_group(signal.SIGKILL)
         if self.alive():
             self.popen.wait(5)

@@ -1,0 +1,48 @@
+"""A dead job replayed by an operator runs again under its job id, from attempt 1, audited."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from shared import dlq
+from shared.jobs import runs
+from tests.support.wait import wait_for, wait_run
+
+
+def test_a_replayed_dead_job_runs_again_under_its_id_from_attempt_1_and_is_audited(
+    fleet, marks: Path
+) -> None:
+    org = uuid.uuid4()
+    sent = fleet.jobs["echo"].send(
+        {"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": "boom"}
+    )
+    dead = wait_run(sent.job_id, "DEAD", org_id=org, timeout=15)
+    assert dead.attempt == 3 and dead.replay_count == 0
+    assert [r.job_id for r in dlq.list_dead(org_id=org)] == [sent.job_id]
+
+    replay = dlq.replay(sent.job_id, by="ops@example.com")
+    assert replay.job_id == sent.job_id and replay.message_id != dead.message_id
+
+    def dead_again() -> bool:
+        run = runs.find(sent.job_id, org_id=org)
+        return run is not None and run.status == "DEAD" and run.replay_count == 1
+
+    wait_for(dead_again, timeout=15, what="the replay run to its end")
+    run = runs.find(sent.job_id, org_id=org)
+    assert run is not None
+    assert (run.attempt, run.replayed_by, run.message_id) == (
+        3,
+        "ops@example.com",
+        replay.message_id,
+    )
+    assert run.replayed_at is not None and run.replayed_at > dead.finished_at
+    executions = marks.read_text().splitlines()
+    assert executions == [f"echo {sent.job_id} {n}" for n in (1, 2, 3, 1, 2, 3)]  # attempts reset
+
+    (audit,) = dlq.history(sent.job_id)
+    assert (audit["replayed_by"], audit["previous_attempt"], audit["previous_error_code"]) == (
+        "ops@example.com",
+        3,
+        "RUNTIMEERROR",
+    )
