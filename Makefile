@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 
 ## run: the whole fleet on this machine (embedded Redis/Postgres when none answer); Ctrl-C stops it
 run: $(STAMP)
-	$(BIN)/fleet run
+	$(LAUNCH) run
 
 ## run-worker-<domain> / run-scheduler: one process in the foreground (Redis/Postgres from env)
 run-worker-email:

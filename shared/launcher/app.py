@@ -8,6 +8,7 @@ exit 0 (a second Ctrl-C skips the grace period).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -28,7 +29,13 @@ from .supervisor import Supervisor
 
 
 def _say(line: str) -> None:
-    print(f"[fleet] {line}", flush=True)
+    _print(f"[fleet] {line}")
+
+
+def _print(text: str) -> None:
+    # The terminal may be gone (a closed pipe after Ctrl-C): stopping must go on regardless.
+    with contextlib.suppress(OSError):
+        print(text, flush=True)
 
 
 class _Signals:
@@ -127,7 +134,7 @@ def _print_summary(
     settings: Settings,
     say: Callable[[str], None],
 ) -> None:
-    print(table(supervisor.children, states), flush=True)
+    _print(table(supervisor.children, states))
     first = supervisor.children[0].spec.health_url if supervisor.children else ""
     token = " (Authorization: Bearer $METRICS_TOKEN)" if settings.metrics_token else ""
     say(f"logs: {var / 'log'}/<process>.log   state: {var / 'run' / 'fleet.json'}")

@@ -60,7 +60,12 @@ def bin_dir() -> Path:
 def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
     shown = make_url(url).render_as_string(hide_password=True)
     if answers(url):
-        return Service("Postgres", shown, embedded=False, detail="from DATABASE_URL")
+        return Service(
+            "Postgres",
+            shown,
+            embedded=False,
+            detail="from DATABASE_URL" if "DATABASE_URL" in env else "the DATABASE_URL default",
+        )
     database = make_url(url).database or "jobfleet"
     return start(var_dir / "postgres", database=database, env=env, configured=shown)
 

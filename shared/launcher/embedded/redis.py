@@ -54,7 +54,12 @@ def server_binary() -> Path:
 
 def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
     if answers(url):
-        return Service("Redis", redacted(url), embedded=False, detail="from REDIS_URL")
+        return Service(
+            "Redis",
+            redacted(url),
+            embedded=False,
+            detail="from REDIS_URL" if "REDIS_URL" in env else "the REDIS_URL default",
+        )
     return start(
         var_dir / "redis", db=urlsplit(url).path.lstrip("/") or "0", env=env, configured=url
     )
