@@ -78,6 +78,7 @@ def replay(
         cur.execute(
             "UPDATE job_runs SET status = 'QUEUED', attempt = 0, message_id = %s, replayed_at = now(), "
             "replayed_by = %s, replay_count = replay_count + 1, finished_at = NULL, next_retry_at = NULL, "
+            "error_code = NULL, error = NULL, result = NULL, "
             "cancel_requested = FALSE WHERE job_id = %s",
             (message.message_id, by, job_id),
         )

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, GetJsonSchemaHandler, ValidationError
+from pydantic.json_schema import JsonSchemaValue
 
 from ..errors import InvalidPayload, PayloadError
 
@@ -29,8 +30,23 @@ def _no_crlf(value: str) -> str:
     return value
 
 
+class _DefaultPattern:
+    """Exports a JSON Schema `pattern` for a constrained string unless the field sets its own,
+    so producers in other languages can check the rule before sending."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: Any, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        schema.setdefault("pattern", self.pattern)
+        return schema
+
+
 #: A single-line string: header injection (CR/LF) is rejected by the contract.
-SingleLine = Annotated[str, AfterValidator(_no_crlf)]
+SingleLine = Annotated[str, AfterValidator(_no_crlf), _DefaultPattern(r"^[^\r\n]*$")]
 
 
 def _checksum_address(value: str) -> str:
@@ -42,7 +58,7 @@ def _checksum_address(value: str) -> str:
 
 
 #: An EVM address, normalised to its EIP-55 checksum form.
-Address = Annotated[str, AfterValidator(_checksum_address)]
+Address = Annotated[str, AfterValidator(_checksum_address), _DefaultPattern(_ADDRESS.pattern)]
 
 
 class Payload(BaseModel):
