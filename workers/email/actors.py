@@ -23,7 +23,9 @@ def handle_send(payload: EmailSendV1, job: JobContext) -> dict[str, Any]:
 
 def handle_run_due(payload: EmailSeqRunDueV1, job: JobContext) -> dict[str, Any]:
     m = get_mailer()
-    stats = run_due(m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.email_run_due_batch)
+    stats = run_due(
+        m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.email_run_due_batch
+    )
     return asdict(stats)
 
 
@@ -31,7 +33,9 @@ def bind(broker: dramatiq.Broker | None = None) -> dict[str, BoundJob[Any]]:
     """Bind the handlers to `broker` (default: the process's global broker); tests bind their own."""
     return {
         catalog.EMAIL_SEND.name: handler(catalog.EMAIL_SEND, broker=broker)(handle_send),
-        catalog.EMAIL_SEQ_RUN_DUE.name: handler(catalog.EMAIL_SEQ_RUN_DUE, broker=broker)(handle_run_due),
+        catalog.EMAIL_SEQ_RUN_DUE.name: handler(catalog.EMAIL_SEQ_RUN_DUE, broker=broker)(
+            handle_run_due
+        ),
     }
 
 

@@ -29,8 +29,12 @@ def run_due_command() -> None:
     from .wiring import get_mailer
 
     m = get_mailer()
-    stats = run_due(m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.email_run_due_batch)
-    typer.echo(f"enqueued {stats.enqueued}, already queued {stats.duplicates}, canceled {stats.canceled}")
+    stats = run_due(
+        m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.email_run_due_batch
+    )
+    typer.echo(
+        f"enqueued {stats.enqueued}, already queued {stats.duplicates}, canceled {stats.canceled}"
+    )
 
 
 def _parse_vars(pairs: list[str]) -> dict[str, str]:
@@ -47,7 +51,9 @@ def _parse_vars(pairs: list[str]) -> dict[str, str]:
 def preview(
     template: Annotated[str, typer.Argument(help="Template key, e.g. otp-code")],
     lang: Annotated[str, typer.Option(help="fr or en")] = "en",
-    var: Annotated[list[str] | None, typer.Option("--var", help="Template variable K=V (repeatable)")] = None,
+    var: Annotated[
+        list[str] | None, typer.Option("--var", help="Template variable K=V (repeatable)")
+    ] = None,
     to: Annotated[str, typer.Option(help="Recipient shown in the preview")] = "preview@example.com",
     out: Annotated[Path | None, typer.Option(help="Directory (default: var/mail/preview)")] = None,
 ) -> None:
@@ -63,7 +69,9 @@ def preview(
 
     settings = get_settings()
     try:
-        rendered = Templates(product_name=settings.email_product_name).render(template, lang, _parse_vars(var or []))
+        rendered = Templates(product_name=settings.email_product_name).render(
+            template, lang, _parse_vars(var or [])
+        )
         message, _ = build_message(
             rendered,
             message_id=message_id_for(f"preview:{uuid.uuid4()}", settings.email_message_id_domain),
@@ -93,7 +101,9 @@ def inbox(
 
     items = read_inbox(maildir or _maildir())
     for item in items[-limit:]:
-        typer.echo(f"{item.date}  {item.envelope_to}  {item.subject}  {item.message_id}  {item.path.name}")
+        typer.echo(
+            f"{item.date}  {item.envelope_to}  {item.subject}  {item.message_id}  {item.path.name}"
+        )
     typer.echo(f"{len(items)} message(s) in {maildir or _maildir()}")
 
 

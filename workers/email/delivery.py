@@ -68,8 +68,9 @@ class _Stop:
 
 def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
     now = m.clock()
+    # Not durable on purpose: a row created from the payload, or marked UNCONFIRMED, that a crash
+    # loses is derived again by the redelivery. SENDING and SENT are the writes that must last.
     with m.pool.connection() as conn:
-        conn.execute("SET LOCAL synchronous_commit TO on")
         row = store.load_for_send(conn, payload, now)
         stop = _stop_before_send(conn, row, payload, now, m.sending_grace_s)
     if stop is not None:
@@ -102,17 +103,39 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
                 raise _LostRace(str(row.id))
 
     try:
-        accepted = m.transport(m.smtp, message.as_bytes(policy=policy.SMTP), envelope, before_data=claim)
+        accepted = m.transport(
+            m.smtp, message.as_bytes(policy=policy.SMTP), envelope, before_data=claim
+        )
     except _LostRace:
-        raise RetryLater(f"email {row.id} is being sent by another delivery", delay_ms=int(m.sending_grace_s * 1000)) from None
+        raise RetryLater(
+            f"email {row.id} is being sent by another delivery",
+            delay_ms=int(m.sending_grace_s * 1000),
+        ) from None
     except SmtpRejected as exc:
-        _finish(m, row, "FAILED", error_code=exc.error_code, error=exc.reason, smtp_reply=exc.reason, bounce=exc,
-                attempted=exc.stage != "data")
-        raise PermanentError(f"SMTP refused {row.recipient_email} at {exc.stage}: {exc.reason}", code=exc.error_code) from None
+        _finish(
+            m,
+            row,
+            "FAILED",
+            error_code=exc.error_code,
+            error=exc.reason,
+            smtp_reply=exc.reason,
+            bounce=exc,
+            attempted=exc.stage != "data",
+        )
+        raise PermanentError(
+            f"SMTP refused {row.recipient_email} at {exc.stage}: {exc.reason}", code=exc.error_code
+        ) from None
     except SmtpDeferred as exc:
         final = job.attempt >= job.max_attempts
-        _finish(m, row, "FAILED" if final else "QUEUED", error_code=exc.error_code, error=exc.reason,
-                smtp_reply=exc.reason, attempted=exc.stage != "data")
+        _finish(
+            m,
+            row,
+            "FAILED" if final else "QUEUED",
+            error_code=exc.error_code,
+            error=exc.reason,
+            smtp_reply=exc.reason if exc.code else None,
+            attempted=exc.stage != "data",
+        )
         raise SmtpTemporaryError(f"{exc.stage}: {exc.reason}") from None
     except SmtpOutcomeUnknown as exc:
         _finish(m, row, "UNCONFIRMED", error_code=Unconfirmed.code, error=exc.reason)
@@ -130,21 +153,50 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
 
 
 def _stop_before_send(
-    conn: psycopg.Connection[Any], row: store.EmailRow | None, payload: EmailSendV1, now: datetime, grace_s: float
+    conn: psycopg.Connection[Any],
+    row: store.EmailRow | None,
+    payload: EmailSendV1,
+    now: datetime,
+    grace_s: float,
 ) -> _Stop | None:
     if row is None:
-        return _Stop(error=PermanentError(f"no scheduled email {payload.entity_id} in org {payload.org_id}", code="NOT_FOUND"))
-    if row.template_key != payload.template_key or row.recipient_email.lower() != payload.recipient_email.lower():
-        return _Stop(error=PermanentError(f"email {row.id}: payload does not match the row", code="PAYLOAD_MISMATCH"))
+        return _Stop(
+            error=PermanentError(
+                f"no scheduled email {payload.entity_id} in org {payload.org_id}", code="NOT_FOUND"
+            )
+        )
+    if (
+        row.template_key != payload.template_key
+        or row.recipient_email.lower() != payload.recipient_email.lower()
+    ):
+        return _Stop(
+            error=PermanentError(
+                f"email {row.id}: payload does not match the row", code="PAYLOAD_MISMATCH"
+            )
+        )
     if row.status == "SENT":
-        return _Stop(error=AlreadyDone(f"email {row.id} was sent at {row.sent_at} as {row.message_id}"))
+        return _Stop(
+            error=AlreadyDone(f"email {row.id} was sent at {row.sent_at} as {row.message_id}")
+        )
     if row.status == "CANCELED":
         return _Stop(result={"status": "CANCELED"})
     if row.status == "SENDING" and row.sending_at is not None:
         age = (now - row.sending_at).total_seconds()
         if age < grace_s:
-            return _Stop(error=RetryLater(f"email {row.id} may still be in flight", delay_ms=int((grace_s - age) * 1000) + 100))
-        store.mark(conn, row.id, "UNCONFIRMED", now, error_code=Unconfirmed.code, error="its worker stopped during DATA")
+            return _Stop(
+                error=RetryLater(
+                    f"email {row.id} may still be in flight",
+                    delay_ms=int((grace_s - age) * 1000) + 100,
+                )
+            )
+        store.mark(
+            conn,
+            row.id,
+            "UNCONFIRMED",
+            now,
+            error_code=Unconfirmed.code,
+            error="its worker stopped during DATA",
+        )
         row = store.get(conn, row.id, row.org_id) or row
     if row.status in ("SENDING", "UNCONFIRMED"):
         return _Stop(
@@ -174,12 +226,34 @@ def _finish(
     now = m.clock()
     with m.pool.connection() as conn:
         conn.execute("SET LOCAL synchronous_commit TO on")
-        store.mark(conn, row.id, status, now, error_code=error_code, error=error, smtp_reply=smtp_reply, attempted=attempted)
-        if bounce is not None and bounce.stage == "rcpt" and bounce.recipient == row.recipient_email:
-            sequences.suppress(conn, row.org_id, row.recipient_email, reason=sequences.BOUNCED, now=now, detail=bounce.reason)
+        store.mark(
+            conn,
+            row.id,
+            status,
+            now,
+            error_code=error_code,
+            error=error,
+            smtp_reply=smtp_reply,
+            attempted=attempted,
+        )
+        if (
+            bounce is not None
+            and bounce.stage == "rcpt"
+            and bounce.recipient == row.recipient_email
+        ):
+            sequences.suppress(
+                conn,
+                row.org_id,
+                row.recipient_email,
+                reason=sequences.BOUNCED,
+                now=now,
+                detail=bounce.reason,
+            )
 
 
-def _record_sent(m: Mailer, row: store.EmailRow, reply: str, refused: dict[str, str], sent_at: datetime) -> None:
+def _record_sent(
+    m: Mailer, row: store.EmailRow, reply: str, refused: dict[str, str], sent_at: datetime
+) -> None:
     """SENT and the next sequence step, durably. The server has the message now: a failure
     here is retried in place (a retried job would find SENDING and stop at UNCONFIRMED)."""
     delay = 0.2

@@ -39,7 +39,9 @@ class DueStats:
 
     def __add__(self, other: DueStats) -> DueStats:
         return DueStats(
-            self.enqueued + other.enqueued, self.duplicates + other.duplicates, self.canceled + other.canceled
+            self.enqueued + other.enqueued,
+            self.duplicates + other.duplicates,
+            self.canceled + other.canceled,
         )
 
 

@@ -26,12 +26,20 @@ def resend(runtime: Runtime, email_id: UUID, org_id: UUID, *, by: str, now: date
         if row is None:
             raise RunNotFound(f"no scheduled email {email_id} in org {org_id}")
         if row.status not in RESENDABLE:
-            raise InvalidState(f"email {email_id} is {row.status}; only {', '.join(RESENDABLE)} can be resent")
+            raise InvalidState(
+                f"email {email_id} is {row.status}; only {', '.join(RESENDABLE)} can be resent"
+            )
         store.mark(conn, row.id, "QUEUED", now, error_code=None, error=f"resend requested by {by}")
     try:
         return dlq.replay(catalog.EMAIL_SEND.job_id(row.payload()), by=by, runtime=runtime)
     except Exception:
         with runtime.pool.connection() as conn:  # leave the row as it was
-            store.mark(conn, row.id, row.status, now, error_code="EMAIL_UNCONFIRMED" if row.status == "UNCONFIRMED" else None,
-                       error="resend failed")
+            store.mark(
+                conn,
+                row.id,
+                row.status,
+                now,
+                error_code="EMAIL_UNCONFIRMED" if row.status == "UNCONFIRMED" else None,
+                error="resend failed",
+            )
         raise

@@ -54,8 +54,16 @@ def start(
     row = conn.execute(
         "INSERT INTO email_sequences (org_id, name, recipient_email, recipient_name, lang, variables,"
         " reply_to, steps) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        (org_id, name, recipient_email, recipient_name, lang, Jsonb(variables or {}), reply_to,
-         Jsonb([s.wire() for s in steps])),
+        (
+            org_id,
+            name,
+            recipient_email,
+            recipient_name,
+            lang,
+            Jsonb(variables or {}),
+            reply_to,
+            Jsonb([s.wire() for s in steps]),
+        ),
     ).fetchone()
     assert row is not None
     sequence_id: UUID = row[0]
@@ -66,7 +74,9 @@ def start(
     return sequence_id
 
 
-def _schedule_step(conn: psycopg.Connection[Any], sequence_id: UUID, step: int, send_at: datetime) -> UUID | None:
+def _schedule_step(
+    conn: psycopg.Connection[Any], sequence_id: UUID, step: int, send_at: datetime
+) -> UUID | None:
     seq = conn.execute(
         "SELECT org_id, recipient_email, recipient_name, lang, variables, reply_to, steps"
         " FROM email_sequences WHERE id = %s",
@@ -89,7 +99,9 @@ def _schedule_step(conn: psycopg.Connection[Any], sequence_id: UUID, step: int, 
     )
 
 
-def after_sent(conn: psycopg.Connection[Any], row: store.EmailRow, sent_at: datetime) -> UUID | None:
+def after_sent(
+    conn: psycopg.Connection[Any], row: store.EmailRow, sent_at: datetime
+) -> UUID | None:
     """Schedule the step after `row` relative to `sent_at`, or complete the sequence."""
     if row.sequence_id is None or row.sequence_step is None:
         return None
@@ -98,7 +110,7 @@ def after_sent(conn: psycopg.Connection[Any], row: store.EmailRow, sent_at: date
     ).fetchone()
     if seq is None or seq[0] != "ACTIVE":
         return None
-    status, steps = seq
+    steps = seq[1]
     following = row.sequence_step + 1
     if following >= len(steps):
         conn.execute(
@@ -110,11 +122,15 @@ def after_sent(conn: psycopg.Connection[Any], row: store.EmailRow, sent_at: date
         "UPDATE email_sequences SET current_step = %s, updated_at = %s WHERE id = %s",
         (following, sent_at, row.sequence_id),
     )
-    return _schedule_step(conn, row.sequence_id, following, sent_at + timedelta(seconds=steps[following]["delay_s"]))
+    return _schedule_step(
+        conn, row.sequence_id, following, sent_at + timedelta(seconds=steps[following]["delay_s"])
+    )
 
 
 def is_active(conn: psycopg.Connection[Any], sequence_id: UUID) -> bool:
-    row = conn.execute("SELECT status FROM email_sequences WHERE id = %s", (sequence_id,)).fetchone()
+    row = conn.execute(
+        "SELECT status FROM email_sequences WHERE id = %s", (sequence_id,)
+    ).fetchone()
     return row is not None and row[0] == "ACTIVE"
 
 
@@ -124,13 +140,20 @@ def is_suppressed(conn: psycopg.Connection[Any], org_id: UUID, email: str) -> bo
 
 def _suppression_reason(conn: psycopg.Connection[Any], org_id: UUID, email: str) -> Any:
     row = conn.execute(
-        "SELECT reason FROM email_suppressions WHERE org_id = %s AND email = lower(%s)", (org_id, email)
+        "SELECT reason FROM email_suppressions WHERE org_id = %s AND email = lower(%s)",
+        (org_id, email),
     ).fetchone()
     return row[0] if row else None
 
 
 def suppress(
-    conn: psycopg.Connection[Any], org_id: UUID, email: str, *, reason: str, now: datetime, detail: str | None = None
+    conn: psycopg.Connection[Any],
+    org_id: UUID,
+    email: str,
+    *,
+    reason: str,
+    now: datetime,
+    detail: str | None = None,
 ) -> int:
     """Record an unsubscribe or a bounce and stop the address's sequences; returns how many."""
     conn.execute(
@@ -145,7 +168,9 @@ def unsubscribe(conn: psycopg.Connection[Any], org_id: UUID, email: str, *, now:
     return suppress(conn, org_id, email, reason=UNSUBSCRIBED, now=now)
 
 
-def stop(conn: psycopg.Connection[Any], org_id: UUID, email: str, *, reason: str, now: datetime) -> int:
+def stop(
+    conn: psycopg.Connection[Any], org_id: UUID, email: str, *, reason: str, now: datetime
+) -> int:
     stopped = conn.execute(
         "UPDATE email_sequences SET status = 'STOPPED', stop_reason = %s, updated_at = %s"
         " WHERE org_id = %s AND lower(recipient_email) = lower(%s) AND status = 'ACTIVE' RETURNING id",

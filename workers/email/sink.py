@@ -52,7 +52,12 @@ class MaildirHandler:
         self.maildir = Path(maildir)
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        store_message(self.maildir, envelope.mail_from, envelope.rcpt_tos, envelope.original_content or envelope.content)
+        store_message(
+            self.maildir,
+            envelope.mail_from,
+            envelope.rcpt_tos,
+            envelope.original_content or envelope.content,
+        )
         return ACCEPTED
 
 
@@ -67,11 +72,15 @@ class SinkHandle:
         self.controller.stop()
 
 
-def start_sink(host: str, port: int, maildir: str | Path, *, handler: MaildirHandler | None = None) -> SinkHandle:
+def start_sink(
+    host: str, port: int, maildir: str | Path, *, handler: MaildirHandler | None = None
+) -> SinkHandle:
     """Serve SMTP on host:port in a background thread until `handle.stop()`."""
     maildir = Path(maildir)
     maildir.mkdir(parents=True, exist_ok=True)
-    controller = Controller(handler or MaildirHandler(maildir), hostname=host, port=port, ready_timeout=10)
+    controller = Controller(
+        handler or MaildirHandler(maildir), hostname=host, port=port, ready_timeout=10
+    )
     controller.start()
     return SinkHandle(host, port, maildir, controller)
 
@@ -132,7 +141,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     from shared.config import get_settings
 
     settings = get_settings()
-    parser = argparse.ArgumentParser(prog="python -m workers.email.sink", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m workers.email.sink", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--host", default=settings.smtp_host)
     parser.add_argument("--port", type=int, default=settings.smtp_port)
     parser.add_argument("--maildir", default=os.path.join(settings.var_dir, "mail"))

@@ -18,6 +18,7 @@ have accepted the message; SMTP offers no way to ask afterwards, RFC 5321 §6.1)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,7 +60,9 @@ class Accepted:
 
 
 class SmtpFailure(Exception):
-    def __init__(self, reason: str, *, stage: str, code: int | None = None, recipient: str | None = None) -> None:
+    def __init__(
+        self, reason: str, *, stage: str, code: int | None = None, recipient: str | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.stage = stage
@@ -87,7 +90,9 @@ def _reply(code: int, message: str) -> str:
     return f"{code} {' '.join(message.split())}".strip()
 
 
-def _classify(exc: aiosmtplib.SMTPResponseException, stage: str, recipient: str | None = None) -> SmtpFailure:
+def _classify(
+    exc: aiosmtplib.SMTPResponseException, stage: str, recipient: str | None = None
+) -> SmtpFailure:
     kind = SmtpRejected if 500 <= exc.code < 600 else SmtpDeferred
     return kind(_reply(exc.code, exc.message), stage=stage, code=exc.code, recipient=recipient)
 
@@ -100,7 +105,7 @@ def _client(config: SmtpConfig) -> aiosmtplib.SMTP:
         password=config.password,
         timeout=config.timeout_s,
         use_tls=config.security == "tls",
-        start_tls=True if config.security == "starttls" else False,
+        start_tls=config.security == "starttls",  # False: never, not even opportunistic
         validate_certs=config.validate_certs,
     )
 
@@ -137,17 +142,19 @@ async def _transaction(
         except aiosmtplib.SMTPResponseException as exc:
             raise _classify(exc, "data") from None  # a reply: definitely not accepted
         except (aiosmtplib.SMTPException, OSError) as exc:
-            raise SmtpOutcomeUnknown(f"{type(exc).__name__} during DATA: {exc}", stage="data") from None
-        try:
-            await client.quit()
-        except (aiosmtplib.SMTPException, OSError):
-            pass  # accepted already; a failed QUIT changes nothing
+            raise SmtpOutcomeUnknown(
+                f"{type(exc).__name__} during DATA: {exc}", stage="data"
+            ) from None
+        with contextlib.suppress(aiosmtplib.SMTPException, OSError):
+            await client.quit()  # accepted already; a failed QUIT changes nothing
         return Accepted(reply=_reply(response.code, response.message), refused=refused)
     finally:
         if client.is_connected:
             client.close()
 
 
-def send(config: SmtpConfig, content: bytes, envelope: Envelope, *, before_data: Callable[[], None]) -> Accepted:
+def send(
+    config: SmtpConfig, content: bytes, envelope: Envelope, *, before_data: Callable[[], None]
+) -> Accepted:
     """Run one SMTP transaction from a worker thread (each call has its own event loop)."""
     return asyncio.run(_transaction(config, content, envelope, before_data))

@@ -54,7 +54,7 @@ class EmailRow:
             recipient_name=self.recipient_name,
             variables=self.variables,
             reply_to=self.reply_to,
-            lang=self.lang,  # type: ignore[arg-type]
+            lang=self.lang,
         )
 
 
@@ -68,7 +68,9 @@ ON CONFLICT (id) DO NOTHING
 """
 
 
-def load_for_send(conn: psycopg.Connection[Any], payload: EmailSendV1, now: datetime) -> EmailRow | None:
+def load_for_send(
+    conn: psycopg.Connection[Any], payload: EmailSendV1, now: datetime
+) -> EmailRow | None:
     """The row of `payload.entity_id` in `payload.org_id`, locked; created from the payload when
     the producer sent the job without writing a row first. None: the id belongs to another org."""
     conn.execute(
@@ -88,7 +90,9 @@ def load_for_send(conn: psycopg.Connection[Any], payload: EmailSendV1, now: date
     return get(conn, payload.entity_id, payload.org_id, lock=True)
 
 
-def get(conn: psycopg.Connection[Any], email_id: UUID, org_id: UUID, *, lock: bool = False) -> EmailRow | None:
+def get(
+    conn: psycopg.Connection[Any], email_id: UUID, org_id: UUID, *, lock: bool = False
+) -> EmailRow | None:
     sql = f"SELECT {COLUMNS} FROM scheduled_emails WHERE id = %s AND org_id = %s"
     with conn.cursor(row_factory=class_row(EmailRow)) as cur:
         return cur.execute(sql + (" FOR UPDATE" if lock else ""), (email_id, org_id)).fetchone()
@@ -132,7 +136,9 @@ def insert(
     return row[0] if row else None
 
 
-def mark_sending(conn: psycopg.Connection[Any], email_id: UUID, message_id: str, now: datetime) -> bool:
+def mark_sending(
+    conn: psycopg.Connection[Any], email_id: UUID, message_id: str, now: datetime
+) -> bool:
     """Claim the send; False when another delivery holds it (or it is no longer sendable)."""
     cur = conn.execute(
         "UPDATE scheduled_emails SET status = 'SENDING', message_id = %s, sending_at = %s,"
@@ -144,7 +150,11 @@ def mark_sending(conn: psycopg.Connection[Any], email_id: UUID, message_id: str,
 
 
 def mark_sent(
-    conn: psycopg.Connection[Any], email_id: UUID, reply: str, refused: dict[str, str], now: datetime
+    conn: psycopg.Connection[Any],
+    email_id: UUID,
+    reply: str,
+    refused: dict[str, str],
+    now: datetime,
 ) -> None:
     conn.execute(
         "UPDATE scheduled_emails SET status = 'SENT', smtp_reply = %s, refused = %s, sent_at = %s,"

@@ -60,7 +60,9 @@ class Templates:
         self.directory = directory
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(directory)),
-            autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False),
+            autoescape=jinja2.select_autoescape(
+                enabled_extensions=("html",), default_for_string=False
+            ),
             undefined=jinja2.StrictUndefined,
             auto_reload=False,
         )
@@ -69,7 +71,10 @@ class Templates:
     def keys(self) -> list[str]:
         """Template keys available in every language."""
         per_lang = [
-            {p.name.removesuffix(".subject.txt") for p in (self.directory / lang).glob("*.subject.txt")}
+            {
+                p.name.removesuffix(".subject.txt")
+                for p in (self.directory / lang).glob("*.subject.txt")
+            }
             for lang in LANGS
         ]
         return sorted(set.intersection(*per_lang))

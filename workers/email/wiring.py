@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from shared.runtime import Runtime, get_runtime
 
-from . import smtp
+from .smtp import Accepted, SmtpConfig
+from .smtp import send as smtp_send
 from .templates import Templates
 
 if TYPE_CHECKING:
@@ -31,10 +32,10 @@ class Mailer:
     settings: Settings
     pool: ConnectionPool
     templates: Templates
-    smtp: smtp.SmtpConfig
+    smtp: SmtpConfig
     send_job: Callable[[EmailSendV1], SendResult]
     clock: Callable[[], datetime] = utcnow
-    transport: Callable[..., smtp.Accepted] = field(default=smtp.send)
+    transport: Callable[..., Accepted] = field(default=smtp_send)
 
     @property
     def sending_grace_s(self) -> float:
@@ -54,7 +55,7 @@ def build_mailer(runtime: Runtime, **overrides: Any) -> Mailer:
         "settings": settings,
         "pool": runtime.pool,
         "templates": Templates(product_name=settings.email_product_name),
-        "smtp": smtp.SmtpConfig.from_settings(settings),
+        "smtp": SmtpConfig.from_settings(settings),
         "send_job": send_job,
     }
     parts.update(overrides)

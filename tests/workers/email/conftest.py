@@ -90,7 +90,9 @@ class EmailWorker:
         self.jobs = actors.bind(self.broker)
         self.runtime = Runtime(settings, broker=self.broker)
         self.mailer: Mailer = build_mailer(self.runtime)
-        self.worker = dramatiq.Worker(self.broker, queues={"email"}, worker_threads=4, worker_timeout=50)
+        self.worker = dramatiq.Worker(
+            self.broker, queues={"email"}, worker_threads=4, worker_timeout=50
+        )
 
     def stop(self) -> None:
         self.worker.stop()

@@ -56,7 +56,9 @@ def row(db: psycopg.Connection[Any], email_id: uuid.UUID) -> dict[str, Any]:
     return found or {}
 
 
-def wait_row(db: psycopg.Connection[Any], email_id: uuid.UUID, *statuses: str, timeout: float = 15) -> dict[str, Any]:
+def wait_row(
+    db: psycopg.Connection[Any], email_id: uuid.UUID, *statuses: str, timeout: float = 15
+) -> dict[str, Any]:
     return wait_for(
         lambda: (r := row(db, email_id)).get("status") in statuses and r,
         timeout=timeout,
@@ -71,7 +73,9 @@ def job_id(email: store.EmailRow) -> str:
 def wait_run(email: store.EmailRow, *statuses: str, timeout: float = 15) -> RunView:
     jid = job_id(email)
     return wait_for(
-        lambda: (r := runs.find(jid, org_id=email.org_id)) is not None and r.status in statuses and r,
+        lambda: (
+            (r := runs.find(jid, org_id=email.org_id)) is not None and r.status in statuses and r
+        ),
         timeout=timeout,
         what=f"run {jid} in {statuses}",
     )

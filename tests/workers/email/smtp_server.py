@@ -34,7 +34,9 @@ class ScriptedHandler(MaildirHandler):
         self.slow_s = slow_s
         self.greylisted: set[str] = set()
 
-    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: Any) -> str:
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: Any
+    ) -> str:
         local = _local(address)
         if local.startswith("reject"):
             return f"550 5.1.1 <{address}>: Recipient address rejected: User unknown"
@@ -48,7 +50,12 @@ class ScriptedHandler(MaildirHandler):
         locals_ = [_local(r) for r in envelope.rcpt_tos]
         if any(x.startswith("spam") for x in locals_):
             return "554 5.7.1 Message rejected: looks like spam"
-        store_message(self.maildir, envelope.mail_from, envelope.rcpt_tos, envelope.original_content or envelope.content)
+        store_message(
+            self.maildir,
+            envelope.mail_from,
+            envelope.rcpt_tos,
+            envelope.original_content or envelope.content,
+        )
         if any(x.startswith("slow") for x in locals_):
             await asyncio.sleep(self.slow_s)
         return ACCEPTED
@@ -64,7 +71,9 @@ def main() -> None:
     logging.getLogger("mail.log").setLevel(logging.WARNING)  # aiosmtpd logs every command at INFO
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    handle = start_sink(args.host, args.port, args.maildir, handler=ScriptedHandler(Path(args.maildir), args.slow_s))
+    handle = start_sink(
+        args.host, args.port, args.maildir, handler=ScriptedHandler(Path(args.maildir), args.slow_s)
+    )
     print("READY", flush=True)
     try:
         stop.wait()

@@ -14,7 +14,9 @@ from workers.email.message import message_id_for
 from workers.email.sink import read_message
 
 
-def test_accepted_email_is_recorded_sent_with_its_message_id_and_reply(email_worker, smtp_server, db) -> None:
+def test_accepted_email_is_recorded_sent_with_its_message_id_and_reply(
+    email_worker, smtp_server, db
+) -> None:
     email = schedule(db, unique("ada"), lang="fr", name="Ada Lovelace")
     catalog.EMAIL_SEND.send(email.payload())
 
@@ -33,7 +35,9 @@ def test_accepted_email_is_recorded_sent_with_its_message_id_and_reply(email_wor
     assert "482915" in parts["text/plain"] and "482915" in parts["text/html"]
 
 
-def test_550_on_the_recipient_is_dead_at_once_with_code_and_text(email_worker, smtp_server, db) -> None:
+def test_550_on_the_recipient_is_dead_at_once_with_code_and_text(
+    email_worker, smtp_server, db
+) -> None:
     email = schedule(db, unique("reject"))
     catalog.EMAIL_SEND.send(email.payload())
 
@@ -45,7 +49,8 @@ def test_550_on_the_recipient_is_dead_at_once_with_code_and_text(email_worker, s
     assert failed["error"].startswith("550 5.1.1") and failed["attempts"] == 1
     assert not [m for m in smtp_server.messages() if email.recipient_email in m.envelope_to]
     suppressed = db.execute(
-        "SELECT reason FROM email_suppressions WHERE org_id = %s AND email = %s", (email.org_id, email.recipient_email)
+        "SELECT reason FROM email_suppressions WHERE org_id = %s AND email = %s",
+        (email.org_id, email.recipient_email),
     ).fetchone()
     assert suppressed == ("BOUNCED",)
 
@@ -72,6 +77,7 @@ def test_451_is_retried_and_the_second_attempt_is_accepted(email_worker, smtp_se
     assert len(smtp_server.messages(sent["message_id"])) == 1
 
 
+@pytest.mark.slow
 def test_server_down_then_up_is_retried_until_accepted(make_email_worker, db, tmp_path) -> None:
     port = free_port()
     make_email_worker(port)
@@ -79,7 +85,8 @@ def test_server_down_then_up_is_retried_until_accepted(make_email_worker, db, tm
     catalog.EMAIL_SEND.send(email.payload())
 
     deferred = wait_for(
-        lambda: (r := row(db, email.id))["attempts"] >= 1 and r["status"] == "QUEUED" and r, what="first attempt failed"
+        lambda: (r := row(db, email.id))["attempts"] >= 1 and r["status"] == "QUEUED" and r,
+        what="first attempt failed",
     )
     assert deferred["error_code"] == "SMTP_CONNECT" and "SMTPConnectError" in deferred["error"]
     server = SmtpServer(tmp_path / "mail", port=port).start()
@@ -100,10 +107,16 @@ def test_server_down_for_every_attempt_goes_dead_and_the_row_failed(make_email_w
     run = wait_run(email, "DEAD")
     failed = row(db, email.id)
     assert run.attempt == 3 and "attempts exhausted (3/3)" in (run.error or "")
-    assert failed["status"] == "FAILED" and failed["attempts"] == 3 and failed["error_code"] == "SMTP_CONNECT"
+    assert (
+        failed["status"] == "FAILED"
+        and failed["attempts"] == 3
+        and failed["error_code"] == "SMTP_CONNECT"
+    )
 
 
-def test_partial_refusal_delivers_to_the_accepted_and_reports_the_refused(email_worker, smtp_server, db) -> None:
+def test_partial_refusal_delivers_to_the_accepted_and_reports_the_refused(
+    email_worker, smtp_server, db
+) -> None:
     copy = unique("reject-copy")
     email = schedule(db, unique("main"), cc=[copy])
     catalog.EMAIL_SEND.send(email.payload())
@@ -116,7 +129,9 @@ def test_partial_refusal_delivers_to_the_accepted_and_reports_the_refused(email_
     assert stored.envelope_to == email.recipient_email  # only the accepted recipient got it
 
 
-def test_primary_recipient_refused_while_the_copy_is_accepted_delivers_to_nobody(email_worker, smtp_server, db) -> None:
+def test_primary_recipient_refused_while_the_copy_is_accepted_delivers_to_nobody(
+    email_worker, smtp_server, db
+) -> None:
     email = schedule(db, unique("reject-main"), cc=[unique("copy")])
     catalog.EMAIL_SEND.send(email.payload())
 
@@ -148,8 +163,14 @@ def test_reply_to_and_names_reach_the_headers(email_worker, smtp_server, db) -> 
 def test_a_producer_can_send_without_writing_the_row_first(email_worker, smtp_server, db) -> None:
     org, entity = uuid.uuid4(), uuid.uuid4()
     sent = catalog.EMAIL_SEND.send(
-        {"org_id": str(org), "entity_id": str(entity), "template_key": "welcome", "lang": "en",
-         "recipient_email": unique("new"), "variables": {"NAME": "Grace"}}
+        {
+            "org_id": str(org),
+            "entity_id": str(entity),
+            "template_key": "welcome",
+            "lang": "en",
+            "recipient_email": unique("new"),
+            "variables": {"NAME": "Grace"},
+        }
     )
     created = wait_row(db, entity, "SENT")
     assert created["org_id"] == org and created["template_key"] == "welcome"
@@ -161,7 +182,9 @@ def test_an_email_of_another_org_is_not_found(email_worker, db) -> None:
     payload = email.payload().model_copy(update={"org_id": uuid.uuid4()})
     sent = catalog.EMAIL_SEND.send(payload)
 
-    run = wait_for(lambda: (r := runs.find(sent.job_id, org_id=payload.org_id)) and r.status == "DEAD" and r)
+    run = wait_for(
+        lambda: (r := runs.find(sent.job_id, org_id=payload.org_id)) and r.status == "DEAD" and r
+    )
     assert run.error_code == "NOT_FOUND" and row(db, email.id)["status"] == "SCHEDULED"
 
 
@@ -172,7 +195,9 @@ def test_an_email_of_another_org_is_not_found(email_worker, db) -> None:
         ({"CODE": "1\r\nBcc: victim@example.com", "EXPIRES_MINUTES": "5"}, None, None),
     ],
 )
-def test_bad_template_variables_fail_permanently(email_worker, smtp_server, db, variables, code, named) -> None:
+def test_bad_template_variables_fail_permanently(
+    email_worker, smtp_server, db, variables, code, named
+) -> None:
     email = schedule(db, unique("tpl"), variables=variables)
     catalog.EMAIL_SEND.send(email.payload())
 
@@ -184,11 +209,17 @@ def test_bad_template_variables_fail_permanently(email_worker, smtp_server, db, 
     run = wait_run(email, "DEAD")
     assert run.attempt == 1 and run.error_code == code and named in (run.error or "")
     failed = row(db, email.id)
-    assert failed["status"] == "FAILED" and failed["error_code"] == code and named in failed["error"]
+    assert (
+        failed["status"] == "FAILED" and failed["error_code"] == code and named in failed["error"]
+    )
 
 
-def test_crlf_reaching_the_subject_is_refused_and_nothing_is_sent(email_worker, smtp_server, db) -> None:
-    email = schedule(db, unique("inject"), template="welcome", variables={"NAME": "x\r\nBcc: victim@example.com"})
+def test_crlf_reaching_the_subject_is_refused_and_nothing_is_sent(
+    email_worker, smtp_server, db
+) -> None:
+    email = schedule(
+        db, unique("inject"), template="welcome", variables={"NAME": "x\r\nBcc: victim@example.com"}
+    )
     catalog.EMAIL_SEND.send(email.payload())
 
     run = wait_run(email, "DEAD")

@@ -1,0 +1,212 @@
+"""Emails per second through one email worker process to the local SMTP sink, and the ratio to
+a bare aiosmtplib loop against the same sink in the same run.
+
+    .venv/bin/python bench/email_throughput.py [-n 400] [--repeat 3] [--threads 8]
+
+- sink: `python -m workers.email.sink` in its own process (each message written and fsynced
+  before its 250, as in `make run`).
+- bare: N pre-built messages sent with `aiosmtplib.send` (one connection per message, as the
+  worker does), `--threads` at a time on one event loop; also one at a time for reference.
+- worker: `dramatiq workers.email --processes 1 --threads T`; N `email:send` jobs sent through
+  the kernel (validation, dedup, run tracking) for rows the worker creates from the payload;
+  each is rendered (Jinja2, text + HTML), claimed SENDING and recorded SENT durably. Rate =
+  N / (last `sent_at` - first send).
+Runs in its own database and broker namespace (bench/sandbox.py), dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import aiosmtplib  # noqa: E402
+import psycopg  # noqa: E402
+
+from bench.sandbox import Sandbox  # noqa: E402
+from shared.config import Settings  # noqa: E402
+
+ORG = uuid.UUID("6be2c4a0-0000-4000-8000-00000000e4a1")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_log(path: Path, needle: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while needle not in path.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(
+                f"{proc.args!r} not ready:\n{path.read_text(errors='replace')[-2000:]}"
+            )
+        time.sleep(0.05)
+
+
+def build_messages(n: int, settings: Settings) -> list[Any]:
+    from workers.email.message import build_message, message_id_for
+    from workers.email.templates import Templates
+
+    templates = Templates(product_name=settings.email_product_name)
+    out = []
+    for i in range(n):
+        rendered = templates.render("otp-code", "en", {"CODE": f"{i:06d}", "EXPIRES_MINUTES": "10"})
+        msg, _ = build_message(
+            rendered, message_id=message_id_for(f"bare-{uuid.uuid4()}", "bench.jobfleet"),
+            from_header=settings.email_from, to=f"user{i}@example.com", date=datetime.now(UTC), lang="en",
+        )  # fmt: skip
+        out.append(msg)
+    return out
+
+
+def bare(messages: list[Any], port: int, concurrency: int) -> float:
+    async def run() -> None:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(msg: Any) -> None:
+            async with gate:
+                errors, _ = await aiosmtplib.send(
+                    msg, hostname="127.0.0.1", port=port, start_tls=False, timeout=30
+                )
+                assert not errors, errors
+
+        await asyncio.gather(*(one(m) for m in messages))
+
+    started = time.perf_counter()
+    asyncio.run(run())
+    return len(messages) / (time.perf_counter() - started)
+
+
+def through_worker(sandbox: Sandbox, n: int, rep: int) -> float:
+    from shared.jobs import catalog
+    from shared.runtime import Runtime
+
+    runtime = Runtime(sandbox.settings)
+    try:
+        payloads = [
+            {"org_id": str(ORG), "entity_id": str(uuid.uuid4()), "template_key": "otp-code", "lang": "en",
+             "recipient_email": f"r{rep}-{i}@example.com", "variables": {"CODE": f"{i:06d}", "EXPIRES_MINUTES": "10"}}
+            for i in range(n)
+        ]  # fmt: skip
+        started = datetime.now(UTC)
+        for payload in payloads:
+            runtime.sender.send(catalog.EMAIL_SEND, payload)
+        ids = [p["entity_id"] for p in payloads]
+        deadline = time.monotonic() + 300
+        with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
+            while True:
+                sent, last = conn.execute(
+                    "SELECT count(*), max(sent_at) FROM scheduled_emails WHERE status = 'SENT' AND id = ANY(%s::uuid[])",
+                    (ids,),
+                ).fetchone()  # type: ignore[misc]
+                if sent == n:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"only {sent}/{n} emails sent")
+                time.sleep(0.05)
+        return float(n / (last - started).total_seconds())
+    finally:
+        runtime.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-n", type=int, default=400, help="emails per measurement")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--threads", type=int, default=8, help="worker threads = bare loop concurrency"
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+
+    sandbox = Sandbox(Settings())
+    procs: list[subprocess.Popen[bytes]] = []
+    tmp = Path(tempfile.mkdtemp(prefix="jobfleet-email-bench-"))
+    port = free_port()
+    try:
+        sandbox.create()
+        env = sandbox.env(
+            SMTP_PORT=str(port),
+            SMTP_HOST="127.0.0.1",
+            PYTHONUNBUFFERED="1",
+            dramatiq_worker_timeout="50",
+        )
+        sink_log = tmp / "sink.log"
+        sink = subprocess.Popen(
+            [sys.executable, "-m", "workers.email.sink", "--port", str(port), "--maildir", str(tmp / "mail")],
+            cwd=REPO, env=env, stdout=open(sink_log, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+        )  # fmt: skip
+        procs.append(sink)
+        wait_log(sink_log, "smtp sink on", sink)
+        worker_log = tmp / "worker.log"
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "dramatiq", "workers.email", "--processes", "1", "--threads", str(args.threads),
+             "--skip-logging"],
+            cwd=REPO, env=env, stdout=open(worker_log, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+        )  # fmt: skip
+        procs.append(worker)
+        wait_log(worker_log, "worker.ready", worker)
+        through_worker(sandbox, 20, rep=-1)  # warm-up: imports, pools, template cache
+
+        figures: dict[str, list[float]] = {
+            "bare_concurrent": [],
+            "bare_sequential": [],
+            "worker": [],
+        }
+        for rep in range(args.repeat):
+            messages = build_messages(args.n, sandbox.settings)
+            order = ["worker", "bare"] if rep % 2 else ["bare", "worker"]
+            for system in order:
+                if system == "bare":
+                    figures["bare_concurrent"].append(bare(messages, port, args.threads))
+                    figures["bare_sequential"].append(bare(messages[: args.n // 2], port, 1))
+                else:
+                    figures["worker"].append(through_worker(sandbox, args.n, rep))
+            print(
+                f"rep {rep + 1}: " + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in figures.items()),
+                flush=True,
+            )
+
+        med = {k: statistics.median(v) for k, v in figures.items()}
+        result = {
+            "n": args.n, "repeat": args.repeat, "threads": args.threads, "median_emails_per_s": med,
+            "ratio_worker_to_bare_concurrent": med["worker"] / med["bare_concurrent"],
+            "ratio_worker_to_bare_sequential": med["worker"] / med["bare_sequential"],
+            "runs": figures,
+        }  # fmt: skip
+        print(json.dumps(result, indent=2))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2))
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        sandbox.destroy()
+        for path in sorted(tmp.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        tmp.rmdir()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LOG_LEVEL", "INFO")
+    main()
