@@ -22,12 +22,18 @@ class EmailSendV1(Payload):
     entity_id: UUID = Field(description="scheduled_emails.id")
     template_key: SingleLine = Field(min_length=1, max_length=100, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     recipient_email: EmailStr
-    recipient_name: SingleLine | None = Field(default=None, max_length=200, description="Display name in To")
+    recipient_name: SingleLine | None = Field(
+        default=None, max_length=200, description="Display name in To"
+    )
     variables: dict[str, Any] = Field(default_factory=dict)
     reply_to: EmailStr | None = None
     lang: Literal["fr", "en"] = "en"
 
-    stable_fields: ClassVar[tuple[str, ...] | None] = ("entity_id", "template_key", "recipient_email")
+    stable_fields: ClassVar[tuple[str, ...] | None] = (
+        "entity_id",
+        "template_key",
+        "recipient_email",
+    )
 
 
 class EmailSeqRunDueV1(Payload):
