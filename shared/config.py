@@ -135,6 +135,33 @@ class Settings(BaseSettings):
     email_product_name: str = Field(default="jobfleet", description="Product name the templates show")
     email_run_due_batch: int = Field(default=500, ge=1, description="Due emails claimed per pass of email-seq:run_due")
 
+    # --- storage port and export worker (issue 6; shared/storage, workers/export) ---
+    storage_backend: str = Field(
+        default="local", pattern="^(local|s3)$", description="Where artefacts go: local (var/storage) or s3 (S3, R2, MinIO)"
+    )
+    storage_local_root: str | None = Field(default=None, description="Root of the local backend (default: VAR_DIR/storage)")
+    storage_bucket: str = Field(default="jobfleet", description="Bucket of the artefacts (local: a top directory)")
+    storage_signing_key: SecretStr | None = Field(
+        default=None, description="HMAC key of local signed links (default: a random key kept under the local root)"
+    )
+    storage_link_base_url: str = Field(
+        default="http://127.0.0.1:9180/files", description="Base URL of local signed links (`fleet export serve-links`)"
+    )
+    storage_url_ttl_s: int = Field(default=900, ge=1, le=604_800, description="Lifetime of presigned and signed links")
+    storage_part_size_mb: int = Field(default=8, ge=5, le=5_000, description="S3 multipart part size (and single-PUT limit)")
+    storage_s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (R2, MinIO); None: AWS")
+    storage_s3_region: str = Field(default="us-east-1", description="S3 region (R2: auto)")
+    storage_s3_access_key_id: str | None = Field(default=None, description="S3 access key id (None: boto3's chain)")
+    storage_s3_secret_access_key: SecretStr | None = Field(default=None, description="S3 secret key; never logged")
+    storage_s3_addressing_style: str = Field(
+        default="auto", pattern="^(auto|path|virtual)$", description="S3 addressing style (MinIO: path)"
+    )
+    export_fetch_rows: int = Field(default=5_000, ge=100, description="Rows fetched per round trip of the export cursor")
+    export_progress_steps: int = Field(
+        default=50, ge=20, le=1_000, description="Progress reports per export (20 = every 5 %); each checks for cancel"
+    )
+    export_pdf_max_rows: int = Field(default=10_000, ge=1, description="Largest PDF report; bigger exports must use CSV/XLSX/ZIP")
+
     def retry_policy(self, queue: str) -> RetryPolicy:
         return self.retries.get(queue) or DEFAULT_RETRIES.get(queue) or FALLBACK_RETRY
 
