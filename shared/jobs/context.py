@@ -45,6 +45,8 @@ class JobContext:
     checkpoint: Any = None
     #: An operator asked to cancel while an earlier delivery was running.
     cancel_requested: bool = False
+    #: What the handler returned (stored on the run by the tracking middleware).
+    result: Any = None
     _write_progress: ProgressWriter | None = field(default=None, repr=False)
 
     def progress(self, done: int, total: int, *, checkpoint: Any = None) -> None:

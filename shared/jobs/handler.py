@@ -63,7 +63,9 @@ def handler(
             job = current_job() or _detached(spec, payload)
             if job.cancel_requested:
                 raise JobCanceled(f"{job.job_id} canceled before this delivery started")
-            return fn(payload, job)
+            # The result travels on the context to the tracking middleware; the actor returns
+            # None, so Dramatiq doesn't warn that no Results middleware keeps it.
+            job.result = fn(payload, job)
 
         run.__name__ = run.__qualname__ = fn.__name__
         run.__module__ = fn.__module__

@@ -129,6 +129,8 @@ class Tracking(Middleware):
                 self._requeue(broker, message, TRACKING_DOWN_DELAY_MS, attempt=None)
             return
         info: MessageInfo = message.fleet_info
+        if result is None:
+            result = message.fleet_ctx.result
         policy = self.policy(broker, info.job_name, info.queue)
         outcome = decide(
             attempt=info.attempt,
