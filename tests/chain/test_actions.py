@@ -118,7 +118,7 @@ def test_definitive_reverts_fail_permanently_with_the_error_name(
     [(8, "unknown wallet"), (7, "has no stored key")],
 )
 def test_a_wallet_without_a_key_completes_doing_nothing(
-    world: World, deps: Any, db: Any, caplog: pytest.LogCaptureFixture, who: int, reason: str
+    world: World, deps: Any, db: Any, who: int, reason: str
 ) -> None:
     round_id = world.cancelled_round(world.accounts[who])
     job = action(CLAIM_REFUND, round_id, world.accounts[who].address)

@@ -22,7 +22,7 @@ def test_an_unmined_transaction_is_replaced_with_the_same_nonce(
 ) -> None:
     client, operator, player = world.client, world.operator, world.accounts[6].address
     sender = TxSender(
-        client, deps.sender.locks, deps.journal, TxPolicy(replace_after_s=0.4, receipt_timeout_s=30)
+        client, deps.sender.locks, deps.journal, TxPolicy(replace_after_s=1.0, receipt_timeout_s=30)
     )
     key = f"replace-{fate}"
     deps.journal.begin(key, type="MINT_BADGE", round_id=1, address=player)

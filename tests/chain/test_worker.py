@@ -42,6 +42,7 @@ def test_the_worker_runs_each_action_and_never_logs_a_private_key(
     a = world.accounts
     prize_round, winner = world.drawn_round(a[1], a[2])
     refund_round = world.cancelled_round(a[3])
+    stranger_round = world.cancelled_round(a[8])  # a payer whose wallet the fleet does not know
     workers.start(LOG_LEVEL="DEBUG")
     jobs = [
         mint(prize_round, a[1].address),
@@ -52,14 +53,20 @@ def test_the_worker_runs_each_action_and_never_logs_a_private_key(
             {"org_id": SYSTEM_ORG, "round_id": refund_round, "payer": a[3].address}
         ).job_id,
     ]
-    views = finished(runtime, jobs)
-    assert [(v.status, v.result["outcome"]) for v in views] == [("COMPLETED", "confirmed")] * 3
+    stranger = catalog.CHAIN_CLAIM_REFUND.send(
+        {"org_id": SYSTEM_ORG, "round_id": stranger_round, "payer": a[8].address}
+    )
+    views = finished(runtime, [*jobs, stranger.job_id])
+    assert [(v.status, v.result["outcome"]) for v in views] == [("COMPLETED", "confirmed")] * 3 + [
+        ("COMPLETED", "skipped")
+    ]
     assert world.has_badge(a[1].address, prize_round)
     assert world.lottery_call("getRound", prize_round)[0][9] is True  # prizeClaimed
     assert world.lottery_call("paidBy", refund_round, a[3].address)[0] == 0
 
     logs = workers.logs().lower()
     assert "chain_action.confirmed" in logs and "tx.broadcast" in logs  # the logs were captured
+    assert f"unknown wallet {a[8].address.lower()}" in logs  # the skip is logged with its reason
     for account in world.accounts:
         assert bytes(account.key).hex() not in logs
     assert KEK_A.lower() not in logs
