@@ -177,3 +177,11 @@ def deploy_data(name: str, *args: Any) -> bytes:
     return bytes.fromhex(artifact.bytecode[2:]) + encode(
         [_canonical_type(i) for i in ctor["inputs"]], list(args)
     )
+
+
+def event_topic(name: str, event: str) -> str:
+    """`topic0` of `name`'s event (hex), for `eth_getLogs` filters (the indexer)."""
+    for item in load_artifact(name).abi:
+        if item.get("type") == "event" and item["name"] == event:
+            return "0x" + keccak256(signature(item).encode()).hex()
+    raise KeyError(f"{name} has no event {event!r}")

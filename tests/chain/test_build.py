@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.chain.abi import ARTIFACTS, error_registry
+from shared.chain.abi import ARTIFACTS, LOTTERY, error_registry, event_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,3 +49,14 @@ def test_importing_the_kernel_and_chain_helpers_does_not_import_web3() -> None:
         "sys.exit(f'imported at import time: {loaded}' if loaded else 0)"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
+
+
+def test_event_topics_are_the_keccak_of_the_issue_signatures() -> None:
+    from eth_utils.crypto import keccak
+
+    for event, sig in (
+        ("TicketsPurchased", "TicketsPurchased(uint256,address,uint256,uint256)"),
+        ("WinnerPicked", "WinnerPicked(uint256,address,uint256)"),
+        ("RoundCancelled", "RoundCancelled(uint256)"),
+    ):
+        assert event_topic(LOTTERY, event) == "0x" + keccak(text=sig).hex()
