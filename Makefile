@@ -5,14 +5,15 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= embedded,email,dev
+# Every optional-dependency group pyproject.toml declares (each worker's extra, embedded, dev).
+EXTRAS ?= $(shell $(PYTHON) -c "import tomllib; print(','.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']))")
 STAMP := $(VENV)/.jobfleet-installed
 LAUNCH := $(BIN)/python -m shared.launcher
 
 .PHONY: install run run-worker-email run-worker-ai run-worker-export run-worker-doc \
         run-worker-chain-actions run-scheduler print-commands test lint format bench config-doc
 
-## install: create .venv and install the project with the embedded, email and dev extras
+## install: create .venv and install the project with every extra
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
@@ -23,7 +24,7 @@ $(STAMP): pyproject.toml
 
 ## run: the whole fleet on this machine (embedded Redis/Postgres when none answer); Ctrl-C stops it
 run: $(STAMP)
-	$(LAUNCH) run
+	$(BIN)/fleet run
 
 ## run-worker-<domain> / run-scheduler: one process in the foreground (Redis/Postgres from env)
 run-worker-email:
