@@ -16,10 +16,12 @@ LAUNCH := $(BIN)/python -m shared.launcher
 ## install: create .venv and install the project with every extra
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml package-lock.json
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	# The local EVM node (anvil) and the Solidity compiler, pinned, from the npm registry.
+	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
 
 ## run: the whole fleet on this machine (embedded Redis/Postgres when none answer); Ctrl-C stops it
