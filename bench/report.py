@@ -42,13 +42,20 @@ def _get(result: dict[str, Any], path: tuple[str, str]) -> float | None:
 
 
 def aggregate(reps: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """system -> metric -> median over the repetitions."""
-    return {
-        system: {
-            key: median(_get(rep.get(system, {}), path) for rep in reps) for key, _, path in METRICS
-        }
-        for system in SYSTEMS
-    }
+    """system -> metric -> median over the repetitions (the machine's load and commit
+    latency: over the probes taken before and after each system's measurement)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for system in SYSTEMS:
+        results = [rep.get(system, {}) for rep in reps]
+        out[system] = {key: median(_get(r, path) for r in results) for key, _, path in METRICS}
+        for key in ("loadavg_1m", "pg_commit_ms"):
+            probes = (
+                _get(r, (when, key))
+                for r in results
+                for when in ("machine_before", "machine_after")
+            )
+            out[system][key] = median(probes)
+    return out
 
 
 def verdicts(summary: dict[str, dict[str, float | None]]) -> dict[str, dict[str, Any]]:
@@ -109,6 +116,12 @@ def render(summary: dict[str, dict[str, float | None]], config: dict[str, Any]) 
     lines.append(
         f"bare broker middleware (stock, nothing removed): {', '.join(config['bare_middleware'])}"
     )
+    for system in ("bare", "fleet"):
+        load, commit = summary[system].get("loadavg_1m"), summary[system].get("pg_commit_ms")
+        lines.append(
+            f"machine while measuring {system}: load average {_fmt(load)}, "
+            f"durable Postgres commit {_fmt(commit)} ms (probes before and after)"
+        )
     return "\n".join(lines)
 
 

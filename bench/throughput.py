@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import dramatiq
 
-from bench import phases
+from bench import machine, phases
 from bench.launcher import WorkerGroup
 from bench.report import aggregate, render, verdicts, write_json
 from bench.sandbox import Sandbox
@@ -68,7 +68,7 @@ def measure(
     system: System = make(name, sandbox)
     timeout = None if isinstance(system, Bare) else sandbox.settings.worker_idle_timeout_ms
     try:
-        out: dict[str, Any] = {"loadavg": os.getloadavg()}
+        out: dict[str, Any] = {"machine_before": machine.snapshot(sandbox.dsn)}
         if isinstance(system, Bare):
             out["middleware"] = system.middleware
         _say(f"{name}: enqueue {args.jobs:,}")
@@ -84,6 +84,7 @@ def measure(
             out["latency"] = phases.latency(system, args.latency_jobs, args.rate)
             _say(f"{name}: idle wake-up x {args.wake_samples}")
             out["wakeup"] = phases.wakeup(system, args.wake_samples, args.idle, rng)
+        out["machine_after"] = machine.snapshot(sandbox.dsn)
         return out
     finally:
         system.close()
