@@ -20,8 +20,10 @@ from types import FrameType
 from ..config import Settings, get_settings
 from . import LaunchError
 from .embedded import Service
+from .embedded import evm as embedded_evm
 from .embedded import postgres as embedded_postgres
 from .embedded import redis as embedded_redis
+from .embedded import smtp as embedded_smtp
 from .metrics_dir import fresh
 from .plan import fleet_plan, lookup
 from .status import table, wait_ready
@@ -91,6 +93,18 @@ def launch(
             "VAR_DIR": str(var),
             "PYTHONUNBUFFERED": "1",
         }
+        smtp = embedded_smtp.resolve(settings.smtp_host, settings.smtp_port, var, env=child_env)
+        services.append(smtp)
+        say(smtp.describe())
+        child_env.update(embedded_evm.dev_keys(var, child_env))
+        evm = embedded_evm.resolve(settings.chain_rpc_url, var, env=env)
+        services.append(evm)
+        say(evm.describe())
+        child_env["CHAIN_RPC_URL"] = evm.url
+        if evm.embedded:
+            say(
+                f"reference contracts deployed: {embedded_evm.deploy(child_env, var / 'log' / 'deploy.log')}"
+            )
         supervisor = Supervisor(
             plan,
             env=child_env,

@@ -16,6 +16,7 @@ REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 def test_env() -> dict[str, str]:
     """Environment of this session's processes (in-process settings and spawned workers)."""
+    # (Not a test, although its name starts with `test_`: see `__test__` below.)
     return {
         "DATABASE_URL": f"{BASE_PG}/jobfleet_test_{SESSION}",
         "REDIS_URL": REDIS_URL,
@@ -26,3 +27,6 @@ def test_env() -> dict[str, str]:
         "HEARTBEAT_INTERVAL_MS": "500",
         "RETRIES": '{"testq": {"max_attempts": 3, "min_backoff_ms": 100, "max_backoff_ms": 1000}}',
     }
+
+
+test_env.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test to collect

@@ -1,0 +1,81 @@
+"""The EVM node for `make run`: `CHAIN_RPC_URL` when it answers, else anvil (npm
+`@foundry-rs/anvil`) with the reference contracts deployed.
+
+An embedded anvil keeps no state between runs, so the contracts are deployed after each start
+(`fleet chain deploy --dev`: anvil's first dev account becomes the operator wallet, sealed under
+the dev key-encryption key). That KEK is created once under `var/chain/` (mode 0600) unless
+`CHAIN_KEKS` is set; it is for the local fleet only — production passes its own through the
+environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .. import LaunchError
+from . import Service
+
+
+def answers(url: str) -> bool:
+    try:
+        from ...chain.client import ChainClient
+
+        ChainClient.connect(url, timeout_s=1).chain_id()
+        return True
+    except Exception:
+        return False
+
+
+def dev_keys(var_dir: Path, env: dict[str, str]) -> dict[str, str]:
+    """CHAIN_KEKS / CHAIN_KEK_ID for the children: the environment's, else the dev ones."""
+    if env.get("CHAIN_KEKS"):
+        return {}
+    path = var_dir / "chain" / "kek.json"
+    if not path.exists():
+        from ...chain.keys import new_kek
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"id": "dev-1", "key": new_kek()}, f)
+    kek = json.loads(path.read_text())
+    return {"CHAIN_KEKS": json.dumps({kek["id"]: kek["key"]}), "CHAIN_KEK_ID": kek["id"]}
+
+
+def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
+    if answers(url):
+        detail = "from CHAIN_RPC_URL" if "CHAIN_RPC_URL" in env else "the CHAIN_RPC_URL default"
+        return Service(
+            "EVM node", url, embedded=False, detail=f"{detail}; deploy with `fleet chain deploy`"
+        )
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost"):
+        raise LaunchError(f"EVM node {url} does not answer (CHAIN_RPC_URL)")
+    from ...chain.devnet import start_anvil
+
+    try:
+        anvil = start_anvil(port=parts.port or 8545, chain_id=31337)
+    except (OSError, RuntimeError) as exc:
+        raise LaunchError(f"cannot start anvil ({exc}); run `npm ci` to install it") from exc
+    return Service(
+        "EVM node (anvil)", anvil.url, embedded=True, detail="chain id 31337", stop=anvil.stop
+    )
+
+
+def deploy(env: dict[str, str], log: Path) -> str:
+    """`fleet chain deploy --dev` against the node in `env`; returns its one-line summary."""
+    fleet = Path(sys.executable).with_name("fleet")
+    argv = [str(fleet) if fleet.exists() else "fleet", "chain", "deploy", "--dev", "--json"]
+    with open(log, "ab") as out:
+        done = subprocess.run(
+            argv, env=env, stdout=subprocess.PIPE, stderr=out, timeout=120, check=False
+        )
+    if done.returncode != 0:
+        raise LaunchError(f"deploying the reference contracts failed (see {log})")
+    result = json.loads(done.stdout)
+    return ", ".join(f"{k} {v}" for k, v in result.items() if k not in ("chain_id", "operator"))
