@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import dramatiq
+import psycopg
+import pytest
+
+from shared.config import RetryPolicy, Settings
+from shared.jobs.context import JobContext
+from shared.runtime import Runtime, set_runtime
+from shared.storage.backends.local import LocalBackend
+from shared.storage.backends.s3 import S3Backend
+from tests.workers.export.s3_server import S3Server
+from workers.export import actors
+from workers.export.wiring import Exporter, build_exporter, set_exporter
+
+BUCKET = "jobfleet-exports"
+
+
+@pytest.fixture
+def local_storage(tmp_path: Path) -> LocalBackend:
+    return LocalBackend(tmp_path / "storage", "exports", signing_key=b"k" * 32)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    server = S3Server().start()
+    server.client().create_bucket(Bucket=BUCKET)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_storage(s3_server: S3Server) -> Iterator[S3Backend]:
+    s3_server.gate.failing_parts = set()
+    backend = S3Backend(s3_server.client(), BUCKET, part_size=5 * 1024 * 1024)
+    for key in backend.list_keys(""):
+        backend.delete(key)
+    for upload in backend.pending():
+        backend.discard(upload)
+    yield backend
+    s3_server.gate.failing_parts = set()
+
+
+@pytest.fixture
+def exporter(runtime: Runtime, local_storage: LocalBackend) -> Exporter:
+    settings = runtime.settings.model_copy(update={"export_fetch_rows": 2_000})
+    return build_exporter(runtime, settings=settings, storage=local_storage)
+
+
+class Progress:
+    """What a handler's `job.progress` reported; cancels once `cancel_at` rows are done."""
+
+    def __init__(self, cancel_at: int | None = None) -> None:
+        self.calls: list[tuple[int, int, Any]] = []
+        self.cancel_at = cancel_at
+
+    def __call__(self, job_id: str, done: int, total: int, checkpoint: Any) -> bool:
+        self.calls.append((done, total, checkpoint))
+        return self.cancel_at is not None and done >= self.cancel_at
+
+
+def job_context(
+    org: uuid.UUID, progress: Progress | None = None, *, attempt: int = 1, checkpoint: Any = None
+) -> JobContext:
+    return JobContext(
+        job_id=f"{org}:export:build:test",
+        job_name="export:build",
+        queue="export",
+        org_id=org,
+        attempt=attempt,
+        max_attempts=3,
+        message_id="m",
+        checkpoint=checkpoint,
+        _write_progress=progress or Progress(),
+    )
+
+
+def seed_ledger(
+    db: psycopg.Connection[Any], org: uuid.UUID, n: int, *, start: date = date(2026, 1, 1)
+) -> None:
+    """`n` ledger rows over 100 days, with a few hostile labels (formula triggers, quotes, CR/LF)."""
+    db.execute(
+        """
+        INSERT INTO ledger_entries (org_id, entry_date, journal, account, label, debit, credit, reference)
+        SELECT %(org)s, %(start)s::date + (i %% 100), CASE WHEN i %% 2 = 0 THEN 'SALES' ELSE 'BANK' END,
+               '4110' || (i %% 7), CASE i %% 5 WHEN 0 THEN '=HYPERLINK("http://x.test","pay ' || i || '")'
+                                          WHEN 1 THEN 'Facture "n°' || i || '", payée'
+                                          WHEN 2 THEN E'line\\r\\nbreak ' || i
+                                          ELSE 'Écriture ' || i END,
+               (i %% 1000) / 10.0, 0, 'REF-' || i
+        FROM generate_series(1, %(n)s) AS i
+        """,
+        {"org": org, "start": start, "n": n},
+    )
+
+
+class ExportWorker:
+    """An in-process export worker (fleet middleware, real Redis) consuming the `export` queue."""
+
+    def __init__(self, settings: Settings, **exporter: Any) -> None:
+        from shared.bootstrap import worker_broker
+
+        self.broker = worker_broker(settings, "test-export")
+        self.jobs = actors.bind(self.broker)
+        self.runtime = Runtime(settings, broker=self.broker)
+        self.exporter: Exporter = build_exporter(self.runtime, **exporter)
+        self.worker = dramatiq.Worker(
+            self.broker, queues={"export"}, worker_threads=2, worker_timeout=50
+        )
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.runtime.close()
+
+
+@pytest.fixture
+def export_worker(
+    runtime: Runtime, settings: Settings, local_storage: LocalBackend
+) -> Iterator[ExportWorker]:
+    fast = settings.model_copy(
+        update={
+            "retries": {
+                **settings.retries,
+                "export": RetryPolicy(max_attempts=3, min_backoff_ms=100, max_backoff_ms=200),
+            }
+        }
+    )
+    worker = ExportWorker(fast, storage=local_storage)
+    previous = set_runtime(worker.runtime)
+    set_exporter(worker.exporter)
+    worker.worker.start()
+    yield worker
+    worker.stop()
+    set_exporter(None)
+    set_runtime(previous)

@@ -1,0 +1,112 @@
+"""PDF: a paginated table report with fpdf2 (landscape A4): title, period, filters and
+generation time on the first page, the column header repeated on every page, a totals row (row
+count and the sums of the columns marked `total`), "Page n/N" footers. Text longer than its cell
+is cut with an ellipsis. The built-in Helvetica covers Latin-1: other characters print as `?`.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import IO, Any
+
+from ..cells import as_text, decimal_of
+from ..registry import ExportType
+from . import Batches, Format, Meta, Written
+
+FONT_SIZE = 7
+LINE_H = 4.2
+
+
+def _latin1(text: str) -> str:
+    return text.encode("latin-1", "replace").decode("latin-1")
+
+
+def _report_class() -> type:
+    from fpdf import FPDF
+
+    class Report(FPDF):
+        names: list[str]
+        widths: list[float]
+
+        def header(self) -> None:
+            if self.page_no() > 1:
+                self.table_header()
+
+        def footer(self) -> None:
+            self.set_y(-10)
+            self.set_font("Helvetica", "I", 7)
+            self.cell(0, 4, f"Page {self.page_no()}/{{nb}}", align="C")
+
+        def table_header(self) -> None:
+            self.set_font("Helvetica", "B", FONT_SIZE)
+            for name, width in zip(self.names, self.widths, strict=True):
+                self.cell(width, LINE_H + 1, _latin1(name), border=1)
+            self.ln()
+            self.set_font("Helvetica", size=FONT_SIZE)
+
+    return Report
+
+
+def write_pdf(out: IO[bytes], export_type: ExportType, batches: Batches, meta: Meta) -> Written:
+    columns = export_type.columns
+    pdf: Any = _report_class()(orientation="L", unit="mm", format="A4")
+    pdf.set_margins(10, 10, 10)
+    pdf.set_auto_page_break(auto=True, margin=12)
+    usable = pdf.w - pdf.l_margin - pdf.r_margin
+    scale = usable / sum(c.width for c in columns)
+    pdf.names = export_type.column_names()
+    pdf.widths = [c.width * scale for c in columns]
+    pdf.set_font("Helvetica", size=FONT_SIZE)
+    # Characters that fit a cell, estimated once per column from the width of a digit.
+    fits = [max(3, int(w / pdf.get_string_width("0")) - 1) for w in pdf.widths]
+    aligns = ["R" if c.kind in ("int", "decimal") else "L" for c in columns]
+
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 14)
+    pdf.cell(0, 8, _latin1(meta.title), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", size=8)
+    for line in _header_lines(meta):
+        pdf.cell(0, 4.5, _latin1(line), new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(2)
+    pdf.table_header()
+
+    totals = {i: Decimal(0) for i, c in enumerate(columns) if c.total}
+    rows = 0
+    for batch in batches:
+        for values in batch:
+            for i, value in enumerate(values):
+                text = as_text(value)
+                if len(text) > fits[i]:
+                    text = text[: fits[i] - 3] + "..."
+                pdf.cell(pdf.widths[i], LINE_H, _latin1(text), border="B", align=aligns[i])
+                if i in totals:
+                    totals[i] += decimal_of(value)
+            pdf.ln()
+            rows += 1
+    pdf.set_font("Helvetica", "B", FONT_SIZE)
+    for i, width in enumerate(pdf.widths):
+        text = f"Total: {rows} rows" if i == 0 else (format(totals[i], "f") if i in totals else "")
+        pdf.cell(width, LINE_H + 1, _latin1(text), border="T", align="R" if i in totals else "L")
+    pdf.ln()
+    out.write(bytes(pdf.output()))
+    shown_totals = {columns[i].name: format(v, "f") for i, v in totals.items()}
+    return Written(rows, {"pages": pdf.pages_count, "totals": shown_totals})
+
+
+def _header_lines(meta: Meta) -> list[str]:
+    params: dict[str, Any] = meta.params
+    span = params.get("date_range")
+    period = f"{span['start']} to {span['end']}" if span else "all dates"
+    filters = params.get("filters") or {}
+    shown = ", ".join(
+        f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(filters.items())
+    )
+    return [
+        f"Period: {period}",
+        f"Filters: {shown or 'none'}",
+        f"Rows: {meta.total}   Generated: {meta.generated_at}   Export: {meta.export_id}",
+    ]
+
+
+FORMAT = Format("PDF", "pdf", "application/pdf", as_text=True, write=write_pdf)
