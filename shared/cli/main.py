@@ -24,12 +24,15 @@ from .settings import config
 #: Domain sub-apps, imported only when their command runs (shared never imports workers).
 DOMAIN_APPS: dict[str, str] = {
     "email": "workers.email.cli:app",
+    "ai": "workers.ai.cli:app",
+    "doc": "workers.doc.cli:app",
     "chain": "shared.chain.cli:app",
     "wallets": "shared.chain.cli:wallets_app",
     "run": "shared.cli.run:run",
 }
 DOMAIN_HELP: dict[str, str] = {
     "email": "Email: templates, sequences, the local mailbox.",
+    "doc": "Documents: ingest PDFs, status, full-text search.",
     "chain": "Blockchain: indexer cursor, lottery keeper, chain actions.",
     "wallets": "Custodial wallets (keys encrypted at rest).",
     "run": "Start the whole fleet locally with embedded defaults.",

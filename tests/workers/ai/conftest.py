@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import dramatiq
+import pytest
+
+from shared.config import RetryPolicy, Settings
+from shared.jobs import catalog
+from shared.jobs.send import SendResult
+from shared.runtime import Runtime, set_runtime
+from tests.support.wait import wait_for
+from tests.workers.ai.fake_openai import FakeOpenAI
+from workers.ai import actors
+from workers.ai.wiring import Ai, build_ai, set_ai
+
+#: The ai policy (2 attempts) with a backoff short enough for tests.
+AI_RETRY = RetryPolicy(max_attempts=2, min_backoff_ms=300, max_backoff_ms=600)
+READ_TIMEOUT_S = 1.0
+
+
+@pytest.fixture(scope="session")
+def fake_ai_server() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_ai(fake_ai_server: FakeOpenAI) -> FakeOpenAI:
+    fake_ai_server.reset()
+    return fake_ai_server
+
+
+def ai_settings(settings: Settings, url: str, **overrides: Any) -> Settings:
+    update: dict[str, Any] = {
+        "retries": {**settings.retries, "ai": AI_RETRY},
+        "ai_base_url": url,
+        "ai_api_key": None,
+        "ai_model": "gpt-4o-mini",
+        "ai_read_timeout_s": READ_TIMEOUT_S,
+        "ai_connect_timeout_s": 1.0,
+        "ai_task_lease_s": 10.0,
+    }
+    update.update(overrides)
+    return settings.model_copy(update=update)
+
+
+class AiWorker:
+    """An in-process ai worker (fleet middleware, real Redis and Postgres) on the `ai` queue."""
+
+    def __init__(self, settings: Settings) -> None:
+        from shared.bootstrap import worker_broker
+
+        self.settings = settings
+        self.broker = worker_broker(settings, "test-ai")
+        self.jobs = actors.bind(self.broker)
+        self.runtime = Runtime(settings, broker=self.broker)
+        self.ai: Ai = build_ai(self.runtime)
+        self.worker = dramatiq.Worker(
+            self.broker, queues={"ai"}, worker_threads=4, worker_timeout=50
+        )
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.ai.close()
+        self.runtime.close()
+
+
+@pytest.fixture
+def make_ai_worker(
+    runtime: Runtime, settings: Settings, fake_ai: FakeOpenAI
+) -> Iterator[Callable[..., AiWorker]]:
+    started: list[AiWorker] = []
+    previous: list[Runtime | None] = []
+
+    def make(**overrides: Any) -> AiWorker:
+        worker = AiWorker(ai_settings(settings, fake_ai.url, **overrides))
+        previous.append(set_runtime(worker.runtime))
+        set_ai(worker.ai)
+        worker.worker.start()
+        started.append(worker)
+        return worker
+
+    yield make
+    for worker in started:
+        worker.stop()
+    set_ai(None)
+    if previous:
+        set_runtime(previous[0])
+
+
+@pytest.fixture
+def ai_worker(make_ai_worker: Callable[..., AiWorker]) -> AiWorker:
+    return make_ai_worker()
+
+
+def send_task(
+    task: str, text: Any, params: dict[str, Any] | None = None, *, org: uuid.UUID | None = None
+) -> tuple[dict[str, Any], SendResult]:
+    payload = {
+        "org_id": str(org or uuid.uuid4()),
+        "entity_id": str(uuid.uuid4()),
+        "task": task,
+        "input": text,
+        "params": params or {},
+    }
+    return payload, catalog.AI_RUN.send(payload)
+
+
+def task_row(db: Any, task_id: str) -> dict[str, Any] | None:
+    from psycopg.rows import dict_row
+
+    with db.cursor(row_factory=dict_row) as cur:
+        return cur.execute("SELECT * FROM ai_tasks WHERE id = %s", (task_id,)).fetchone()
+
+
+def wait_task(db: Any, task_id: str, status: str, timeout: float = 15.0) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        row = task_row(db, task_id)
+        return row if row is not None and row["status"] == status else None
+
+    return wait_for(probe, timeout=timeout, what=f"ai task {task_id} {status}")

@@ -1,0 +1,108 @@
+"""The composition root of the ai domain: the collaborators its functions take, built once per
+process on first use (never at import time); tests install their own with `set_ai`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shared.runtime import Runtime, get_runtime
+
+from .limits import Limiter
+from .provider import Provider
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+    from shared.config import Settings
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Ai:
+    settings: Settings
+    pool: ConnectionPool
+    limiter: Limiter
+    clock: Callable[[], datetime] = utcnow
+    sleep: Callable[[float], None] = time.sleep
+    #: Provider overrides by name (`openai`, `local`); tests and benchmarks pass their own.
+    providers: dict[str, Provider] = field(default_factory=dict)
+
+    def provider(self, name: str) -> Provider:
+        if name not in self.providers:
+            with _lock:
+                if name not in self.providers:
+                    self.providers[name] = self._build(name)
+        return self.providers[name]
+
+    def _build(self, name: str) -> Provider:
+        s = self.settings
+        if name == "openai":
+            from .providers.openai_compat import OpenAICompatProvider
+
+            return OpenAICompatProvider(
+                s.ai_base_url,
+                api_key=s.ai_api_key.get_secret_value() if s.ai_api_key else None,
+                connect_timeout_s=s.ai_connect_timeout_s,
+                read_timeout_s=s.ai_read_timeout_s,
+            )
+        if name == "local":
+            from .providers.local_embed import LocalEmbedProvider
+
+            directory = s.ai_local_embed_model_dir
+            return LocalEmbedProvider(Path(directory) if directory else None)
+        raise ValueError(f"unknown AI provider {name!r}")
+
+    def close(self) -> None:
+        for provider in self.providers.values():
+            provider.close()
+
+
+def build_ai(runtime: Runtime, **overrides: Any) -> Ai:
+    import redis
+
+    from . import usage
+
+    settings = runtime.settings
+    pool = overrides.pop("pool", None) or runtime.pool
+
+    def seed(org_id: Any, day: Any) -> int:
+        with pool.connection() as conn:
+            return usage.tokens_on(conn, org_id, day)
+
+    client = redis.Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=5)
+    parts: dict[str, Any] = {
+        "settings": settings,
+        "pool": pool,
+        "limiter": Limiter(client, settings.broker_namespace, seed),
+    }
+    parts.update(overrides)
+    return Ai(**parts)
+
+
+_lock = threading.RLock()
+_ai: Ai | None = None
+
+
+def get_ai() -> Ai:
+    global _ai
+    if _ai is None:
+        with _lock:
+            if _ai is None:
+                _ai = build_ai(get_runtime())
+    return _ai
+
+
+def set_ai(ai: Ai | None) -> Ai | None:
+    global _ai
+    with _lock:
+        previous, _ai = _ai, ai
+    return previous
