@@ -24,6 +24,7 @@ from .settings import config
 #: Domain sub-apps, imported only when their command runs (shared never imports workers).
 DOMAIN_APPS: dict[str, str] = {
     "email": "workers.email.cli:app",
+    "export": "workers.export.cli:app",
     "ai": "workers.ai.cli:app",
     "doc": "workers.doc.cli:app",
     "chain": "shared.chain.cli:app",
@@ -32,6 +33,7 @@ DOMAIN_APPS: dict[str, str] = {
 }
 DOMAIN_HELP: dict[str, str] = {
     "email": "Email: templates, sequences, the local mailbox.",
+    "export": "Exports: request, status, download links (presigned or signed).",
     "doc": "Documents: ingest PDFs, status, full-text search.",
     "chain": "Blockchain: indexer cursor, lottery keeper, chain actions.",
     "wallets": "Custodial wallets (keys encrypted at rest).",

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 from .. import links
 from ..backend import InvalidKey, ObjectNotFound, ObjectWriter, StorageBackend, check_key
@@ -146,4 +147,18 @@ class LocalBackend(StorageBackend):
             self.signing_key,
             self.bucket,
             now=self.clock() if now is None else now,
+        )
+
+    def resolve_request(
+        self, path: str, query: str, *, now: float | None = None
+    ) -> links.LinkRequest:
+        """Check the path and query of an HTTP request for a link (what a link server gets)."""
+        prefix = urlsplit(self.link_base_url).path.rstrip("/")
+        return links.verify(
+            path,
+            query,
+            self.signing_key,
+            self.bucket,
+            now=self.clock() if now is None else now,
+            prefix=prefix,
         )
