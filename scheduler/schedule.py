@@ -3,7 +3,7 @@
 Every entry runs with `max_instances=1` and coalescing (see `process.py`); each function takes
 the runtime and `now` (read once per run by the caller) so that time-driven logic is testable
 without sleeping, and must be safe with two scheduler replicas running at once (the outbox relay
-claims rows with `FOR UPDATE SKIP LOCKED`).
+claims rows with `FOR UPDATE SKIP LOCKED`; see each entry for the others).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import structlog
 from shared.config import Settings
 from shared.outbox import RelayStats, relay_once
 from shared.runtime import Runtime
+
+from . import chain, upkeep
 
 log = structlog.get_logger("jobfleet.scheduler")
 
@@ -38,4 +40,12 @@ def relay_outbox(runtime: Runtime, now: datetime) -> RelayStats:
 
 SCHEDULE: tuple[Periodic, ...] = (
     Periodic("outbox-relay", relay_outbox, lambda s: s.outbox_relay_interval_ms / 1000),
+    # One active indexer across replicas: a Postgres advisory lock per window transaction.
+    Periodic("chain-indexer", chain.index, lambda s: s.indexer_interval_ms / 1000),
+    # One active keeper across replicas: the Redis lock `keeper_lock_key`, fenced.
+    Periodic("lottery-keeper", chain.keep, lambda s: s.keeper_interval_ms / 1000),
+    # The slot (minute) is the job's stable id: a second replica's send is a duplicate.
+    Periodic("email-run-due", upkeep.run_due_emails, lambda s: s.email_due_interval_s),
+    # Every step locks rows with SKIP LOCKED or goes through the job-id gate.
+    Periodic("maintenance", upkeep.maintain, lambda s: s.maintenance_interval_s),
 )

@@ -207,6 +207,33 @@ class Settings(BaseSettings):
     )
     ai_log_content: bool = Field(default=False, description="Debug only: log prompts and outputs (off: never logged)")
 
+    # --- scheduler: indexer, keeper, due emails, maintenance (issue 5; scheduler/, shared/chain/indexer*) ---
+    scheduler_chain_enabled: bool = Field(
+        default=True, description="Run the indexer and keeper (off: no chain work in the scheduler)"
+    )
+    indexer_interval_ms: int = Field(default=3_000, ge=100, description="Period of the chain indexer")
+    indexer_confirmations: int = Field(default=3, ge=0, description="Blocks below the head the indexer stays")
+    indexer_window_blocks: int = Field(default=2_000, ge=1, le=2_000, description="Most blocks per eth_getLogs window")
+    indexer_tick_budget_s: float = Field(
+        default=2.0, gt=0, description="Windows indexed back to back per tick while catching up, within this time"
+    )
+    indexer_start_block: int | None = Field(
+        default=None, description="First block indexed on an empty cursor (None: the lottery's deployment block)"
+    )
+    indexer_hash_depth: int = Field(
+        default=1_000, ge=16, description="Blocks of stored hashes kept below the cursor (deepest reorg handled)"
+    )
+    keeper_interval_ms: int = Field(default=10_000, ge=100, description="Period of the lottery keeper")
+    keeper_lock_key: str = Field(default="chain:keeper-lock", description="Redis key of the keeper's lock")
+    email_due_interval_s: float = Field(default=60.0, gt=0, description="Period of email-seq:run_due")
+    maintenance_interval_s: float = Field(default=60.0, gt=0, description="Period of the run-store maintenance")
+    maintenance_dlq_threshold: int = Field(
+        default=100, ge=0, description="Dead runs per queue above which maintenance logs an error and alerts"
+    )
+    maintenance_stuck_grace_s: int = Field(
+        default=60, ge=0, description="Grace past a job's time limit before a RUNNING run is redelivered"
+    )
+
     def retry_policy(self, queue: str) -> RetryPolicy:
         return self.retries.get(queue) or DEFAULT_RETRIES.get(queue) or FALLBACK_RETRY
 

@@ -1,0 +1,152 @@
+"""The scheduler's chain jobs: composition of the indexer's and keeper's collaborators, and the
+two periodic functions the schedule table runs (`index`, `keep`).
+
+Collaborators are built on the first pass (never at import time) and kept per runtime; a node
+that does not answer, or contracts not deployed yet, make the pass a no-op that says so once
+and try again at the next tick.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from shared.chain.abi import BADGE, LOTTERY
+from shared.chain.client import ChainClient
+from shared.chain.errors import ContractNotDeployed, RpcUnavailable
+from shared.chain.indexer import IndexerConfig, SyncResult, sync_once
+from shared.chain.journal import ActionJournal
+from shared.chain.keeper import KeeperDeps, KeeperResult, lock_ttl_ms, run_once
+from shared.chain.keys import Keyring
+from shared.chain.lock import SignerLocks
+from shared.chain.registry import contract_address, deployments
+from shared.chain.transactions import TxPolicy, TxSender
+from shared.chain.wallets import load_operator
+from shared.jobs import runs
+from shared.runtime import Runtime
+
+log = structlog.get_logger("jobfleet.scheduler.chain")
+
+
+@dataclass
+class ChainJobs:
+    indexer: IndexerConfig
+    client: ChainClient
+    keeper: KeeperDeps
+
+
+def build(runtime: Runtime) -> ChainJobs:
+    import redis
+
+    s = runtime.settings
+    client = ChainClient.connect(s.chain_rpc_url, timeout_s=s.chain_rpc_timeout_s)
+    chain_id = client.check_chain(s.chain_id)
+    with runtime.pool.connection() as conn:
+        lottery = contract_address(conn, chain_id, LOTTERY, override=s.chain_lottery_address)
+        badge = contract_address(conn, chain_id, BADGE, override=s.chain_badge_address)
+        recorded = deployments(conn, chain_id).get(LOTTERY)
+    start = s.indexer_start_block
+    if start is None:
+        start = recorded.block_number if recorded and recorded.block_number is not None else 0
+    config = IndexerConfig(
+        chain_id=chain_id,
+        lottery=lottery,
+        badge=badge,
+        start_block=start,
+        confirmations=s.indexer_confirmations,
+        window=s.indexer_window_blocks,
+        budget_s=s.indexer_tick_budget_s,
+        hash_depth=s.indexer_hash_depth,
+    )
+    redis_client = redis.Redis.from_url(s.redis_url, socket_timeout=2, socket_connect_timeout=2)
+    journal = ActionJournal(runtime.pool.connection)
+    locks = SignerLocks(
+        redis_client,
+        chain_id=chain_id,
+        ttl_ms=s.chain_signer_lock_ttl_ms,
+        wait_ms=s.chain_signer_lock_wait_ms,
+    )
+    keyring = Keyring.from_settings(s.chain_keks, s.chain_kek_id)
+
+    def operator() -> Any:
+        with runtime.pool.connection() as conn:
+            return load_operator(conn, keyring)
+
+    keeper = KeeperDeps(
+        redis=redis_client,
+        client=client,
+        sender=TxSender(client, locks, journal, TxPolicy.from_settings(s)),
+        journal=journal,
+        connect=runtime.pool.connection,
+        chain_id=chain_id,
+        lottery=lottery,
+        operator=operator,
+        lock_key=s.keeper_lock_key,
+        ttl_ms=lock_ttl_ms(s.keeper_interval_ms),
+    )
+    return ChainJobs(config, client, keeper)
+
+
+_lock = threading.Lock()
+_built: dict[int, tuple[Runtime, ChainJobs]] = {}
+_said: set[tuple[int, str]] = set()
+
+
+def jobs_for(runtime: Runtime) -> ChainJobs | None:
+    """This runtime's chain collaborators; None (said once) while the chain is not configured."""
+    key = id(runtime)
+    with _lock:
+        if key not in _built or _built[key][0] is not runtime:  # ids are reused after a close
+            try:
+                _built[key] = (runtime, build(runtime))
+            except (ContractNotDeployed, RpcUnavailable) as exc:
+                # Said once per cause: a fleet without a chain must not log every 3 s.
+                if (key, type(exc).__name__) not in _said:
+                    _said.add((key, type(exc).__name__))
+                    log.warning("scheduler.chain_not_ready", reason=str(exc))
+                return None
+        return _built[key][1]
+
+
+def forget(runtime: Runtime) -> None:
+    with _lock:
+        _built.pop(id(runtime), None)
+
+
+def index(runtime: Runtime, now: datetime) -> SyncResult | None:
+    """One indexer pass (every `indexer_interval_ms`)."""
+    if not runtime.settings.scheduler_chain_enabled:
+        return None
+    jobs = jobs_for(runtime)
+    if jobs is None:
+        return None
+
+    def cancel(job_id: str) -> str:
+        return runs.cancel(job_id, org_id=None, runtime=runtime)
+
+    result = sync_once(jobs.client, runtime.sessions, jobs.indexer, cancel=cancel)
+    if result.blocks or result.reorgs:
+        log.info(
+            "indexer.synced",
+            blocks=result.blocks,
+            logs=result.logs,
+            actions=len(result.actions),
+            reorgs=len(result.reorgs),
+            cursor=result.cursor,
+            head=result.head,
+        )
+    return result
+
+
+def keep(runtime: Runtime, now: datetime) -> KeeperResult | None:
+    """One keeper pass (every `keeper_interval_ms`)."""
+    if not runtime.settings.scheduler_chain_enabled:
+        return None
+    jobs = jobs_for(runtime)
+    if jobs is None:
+        return None
+    return run_once(jobs.keeper, now)

@@ -1,0 +1,128 @@
+"""Scheduler fixtures on top of the chain's (one anvil per session, contracts deployed once and
+restored from a snapshot per test, wallets sealed under the test KEK): a runtime whose settings
+index with no confirmations and keep a per-session keeper lock, and its chain collaborators."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from scheduler import chain
+from shared.chain import devnet
+from shared.config import Settings
+from shared.runtime import Runtime
+from tests.chain.conftest import (  # noqa: F401  (fixtures reused, not redefined)
+    Workers,
+    anvil,
+    chain_env,
+    chain_settings,
+    deployed,
+    workers,
+    world,
+)
+from tests.chain.world import World
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def keeper_lock_key(settings: Settings) -> str:
+    # Under the session's namespace: the runtime fixture clears it, other sessions never see it.
+    return f"{settings.broker_namespace}:chain:keeper-lock"
+
+
+def scheduler_overrides(settings: Settings) -> dict[str, str]:
+    return {
+        "INDEXER_CONFIRMATIONS": "0",
+        "INDEXER_START_BLOCK": "0",
+        "KEEPER_LOCK_KEY": keeper_lock_key(settings),
+    }
+
+
+@pytest.fixture
+def sched_runtime(chain_settings: Settings, world: World) -> Iterator[Runtime]:
+    rt = Runtime(
+        chain_settings.model_copy(
+            update={
+                "indexer_confirmations": 0,
+                "indexer_start_block": 0,
+                "keeper_lock_key": keeper_lock_key(chain_settings),
+                "chain_receipt_timeout_s": 10.0,
+            }
+        )
+    )
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def jobs(sched_runtime: Runtime) -> chain.ChainJobs:
+    return chain.build(sched_runtime)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Schedulers:
+    """`python -m scheduler` processes of this session (killed by process group at the end)."""
+
+    def __init__(self, tmp: Path, env: dict[str, str]) -> None:
+        self.tmp = tmp
+        self.env = env
+        self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+    def start(self, **extra: str) -> subprocess.Popen[bytes]:
+        log = self.tmp / f"scheduler-{len(self.procs)}.log"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "scheduler"],
+            cwd=ROOT,
+            env={**os.environ, **self.env, **extra},
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs.append((proc, log))
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(log.read_text(errors="replace") for _, log in self.procs if log.exists())
+
+    def stop_all(self) -> None:
+        for proc, _ in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, _ in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.fixture
+def schedulers(
+    tmp_path: Path, anvil: devnet.Anvil, world: World, chain_settings: Settings
+) -> Iterator[Schedulers]:
+    env = chain_env(
+        anvil,
+        **scheduler_overrides(chain_settings),
+        INDEXER_INTERVAL_MS="300",
+        KEEPER_INTERVAL_MS="500",
+        EMAIL_DUE_INTERVAL_S="3600",
+        MAINTENANCE_INTERVAL_S="3600",
+        HEALTH_PORT="0",
+    )
+    group = Schedulers(tmp_path, env)
+    yield group
+    group.stop_all()
