@@ -162,6 +162,21 @@ class Settings(BaseSettings):
     )
     export_pdf_max_rows: int = Field(default=10_000, ge=1, description="Largest PDF report; bigger exports must use CSV/XLSX/ZIP")
 
+    # --- doc worker: upload limits, page OCR, extraction (issue 7; workers/doc) ---
+    doc_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1, description="Largest document doc:ingest accepts (bytes)")
+    doc_max_pages: int = Field(default=500, ge=1, description="Most pages doc:ingest accepts in one document")
+    doc_text_min_chars: int = Field(
+        default=16, ge=0, description="A page whose text layer has fewer characters is OCR'd as a scan"
+    )
+    doc_tesseract_cmd: str = Field(default="tesseract", description="Tesseract binary (Debian: tesseract-ocr)")
+    doc_ocr_languages: str = Field(default="fra+eng", description="Tesseract languages of scanned pages")
+    doc_ocr_dpi: int = Field(default=300, ge=72, le=600, description="Resolution scanned pages are rendered at for OCR")
+    doc_ocr_timeout_s: float = Field(default=120.0, gt=0, description="Longest Tesseract run on one page")
+    doc_ai_extract: bool = Field(
+        default=False, description="Also send ai:run (task extract) for each extraction (needs the AI worker)"
+    )
+    doc_ai_max_chars: int = Field(default=20_000, ge=1, description="Document text sent to ai:run, truncated")
+
     # --- ai worker: providers, per-org limits, price table (issue 8; workers/ai) ---
     ai_base_url: str = Field(
         default="http://127.0.0.1:11434/v1", description="OpenAI-compatible API base (OpenAI, vLLM, Ollama, llama.cpp)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import Field
@@ -26,6 +26,11 @@ class DocExtractStructuredV1(Payload):
     v: Literal[1] = 1
     entity_id: UUID = Field(description="documents.id")
     schema_name: str = Field(alias="schema", min_length=1, max_length=64)
+
+    def wire(self) -> dict[str, Any]:
+        # The wire name is `schema` (the alias): without by_alias the message would carry
+        # `schema_name`, which `parse` rejects (extra="forbid"), so no such job could ever run.
+        return self.model_dump(mode="json", by_alias=True)
 
 
 class DocIndexSearchV1(Payload):

@@ -1,0 +1,1 @@
+"""Tests of the doc worker (issue 7)."""

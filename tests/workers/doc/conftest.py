@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import dramatiq
+import psycopg
+import pytest
+
+from shared.config import RetryPolicy, Settings
+from shared.contracts.doc import DocIngestV1
+from shared.jobs import catalog
+from shared.jobs.send import SendResult
+from shared.runtime import Runtime, set_runtime
+from tests.support.wait import wait_for
+from workers.doc import actors
+from workers.doc.source import Upload, upload
+from workers.doc.wiring import DocServices, build_services, set_services
+
+#: The doc policy (5 attempts) shrunk so that a retried page comes back within a second.
+DOC_RETRY = RetryPolicy(max_attempts=3, min_backoff_ms=100, max_backoff_ms=400)
+
+
+def doc_settings(settings: Settings, storage_root: Path, **extra: Any) -> Settings:
+    return settings.model_copy(
+        update={
+            "retries": {**settings.retries, "doc": DOC_RETRY},
+            "storage_backend": "local",
+            "storage_local_root": str(storage_root),
+            "doc_ocr_dpi": 200,
+            **extra,
+        }
+    )
+
+
+class DocWorker:
+    """An in-process doc worker (fleet middleware, real Redis and Postgres) on queue `doc`."""
+
+    def __init__(self, settings: Settings, **overrides: Any) -> None:
+        from shared.bootstrap import worker_broker
+
+        self.settings = settings
+        self.broker = worker_broker(settings, "test-doc")
+        self.jobs = actors.bind(self.broker)
+        self.runtime = Runtime(settings, broker=self.broker)
+        self.services: DocServices = build_services(self.runtime, **overrides)
+        self.worker = dramatiq.Worker(
+            self.broker, queues={"doc"}, worker_threads=4, worker_timeout=50
+        )
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.runtime.close()
+
+    # -- what a test does with it ---------------------------------------------------------
+
+    def upload(
+        self, data: bytes, *, org: uuid.UUID, filename: str = "doc.pdf", schema: str = "auto"
+    ) -> Upload:
+        with self.services.pool.connection() as conn:
+            return upload(
+                conn, self.services.storage, org, data, filename=filename, schema_name=schema
+            )
+
+    def ingest(self, up: Upload, org: uuid.UUID) -> SendResult:
+        payload = DocIngestV1(
+            org_id=org, entity_id=up.document_id, file_object_id=up.file_object_id
+        )
+        return catalog.DOC_INGEST.send(payload)
+
+
+def document(db: psycopg.Connection[Any], document_id: uuid.UUID) -> dict[str, Any]:
+    cur = db.execute("SELECT * FROM documents WHERE id = %s", (document_id,))
+    names = [c.name for c in cur.description or ()]
+    row = cur.fetchone()
+    assert row is not None, f"no document {document_id}"
+    return dict(zip(names, row, strict=True))
+
+
+def pages(db: psycopg.Connection[Any], document_id: uuid.UUID) -> list[dict[str, Any]]:
+    cur = db.execute(
+        "SELECT page, status, method, text, confidence, language, attempts, error "
+        "FROM document_pages WHERE document_id = %s ORDER BY page",
+        (document_id,),
+    )
+    names = [c.name for c in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def wait_document(
+    db: psycopg.Connection[Any], document_id: uuid.UUID, *statuses: str, timeout: float = 30
+) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        row = document(db, document_id)
+        return row if row["status"] in statuses else None
+
+    return wait_for(probe, timeout=timeout, what=f"document {document_id} in {statuses}")
+
+
+def runs_of(
+    db: psycopg.Connection[Any], job_name: str, entity_id: uuid.UUID
+) -> list[dict[str, Any]]:
+    cur = db.execute(
+        "SELECT job_id, status, attempt, error_code, error, progress, payload FROM job_runs "
+        "WHERE job_name = %s AND entity_id = %s ORDER BY job_id",
+        (job_name, str(entity_id)),
+    )
+    names = [c.name for c in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def settled_runs(
+    db: psycopg.Connection[Any],
+    job_name: str,
+    entity_id: uuid.UUID,
+    count: int,
+    timeout: float = 15,
+) -> list[dict[str, Any]]:
+    """The `count` runs of `job_name` once every one is finished (the tracking middleware
+    records an outcome just after the handler's own commit, so the document can be ahead)."""
+
+    def probe() -> list[dict[str, Any]] | None:
+        rows = runs_of(db, job_name, entity_id)
+        finished = all(r["status"] in ("COMPLETED", "DEAD", "CANCELED") for r in rows)
+        return rows if len(rows) == count and finished else None
+
+    return wait_for(probe, timeout=timeout, what=f"{count} finished {job_name} runs")
+
+
+@pytest.fixture
+def make_doc_worker(
+    runtime: Runtime, settings: Settings, tmp_path: Path
+) -> Iterator[Callable[..., DocWorker]]:
+    """Start a doc worker with settings overrides (`settings=`) and service overrides."""
+    started: list[DocWorker] = []
+    previous: list[Runtime | None] = []
+
+    def make(settings_extra: dict[str, Any] | None = None, **overrides: Any) -> DocWorker:
+        worker = DocWorker(
+            doc_settings(settings, tmp_path / "storage", **(settings_extra or {})), **overrides
+        )
+        previous.append(set_runtime(worker.runtime))
+        set_services(worker.services)
+        worker.worker.start()
+        started.append(worker)
+        return worker
+
+    yield make
+    for worker in started:
+        worker.stop()
+    set_services(None)
+    if previous:
+        set_runtime(previous[0])
+
+
+@pytest.fixture
+def doc_worker(make_doc_worker: Callable[..., DocWorker]) -> DocWorker:
+    return make_doc_worker()
+
+
+@pytest.fixture
+def org() -> uuid.UUID:
+    return uuid.uuid4()

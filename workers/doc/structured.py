@@ -1,0 +1,74 @@
+"""`doc:extract_structured`: fields of the whole document by schema, with confidences.
+
+The rule-based extractor always runs; when `DOC_AI_EXTRACT` is on, the document's text also
+goes to the AI worker as `ai:run` (task `extract`) and the run's job id is kept next to the
+rule-based result (the AI worker stores its answer on its own `ai_tasks` row).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from shared.contracts.ai import AiRunV1
+from shared.contracts.doc import DocExtractStructuredV1
+from shared.errors import PermanentError
+from shared.jobs import catalog
+from shared.jobs.context import JobContext
+
+from . import language, store
+from .extract import SCHEMA_NAMES, extract
+from .wiring import DocServices
+
+#: Namespace of the ai_tasks ids derived from (document, schema): one AI task per extraction.
+AI_TASK_NAMESPACE = uuid.UUID("6f0b6c52-4a57-4f55-9d5c-0c3d6c1f7a11")
+
+
+def extract_structured(
+    payload: DocExtractStructuredV1, job: JobContext, services: DocServices
+) -> dict[str, Any]:
+    schema = payload.schema_name
+    if schema not in SCHEMA_NAMES:
+        raise PermanentError(
+            f"unknown schema {schema!r}; known: {', '.join(SCHEMA_NAMES)}", code="UNKNOWN_SCHEMA"
+        )
+    with services.pool.connection() as conn:
+        doc = store.get_document(conn, payload.entity_id, payload.org_id)
+        if doc is None:
+            raise PermanentError(f"document {payload.entity_id} not found", code="NOT_FOUND")
+        pages = store.page_texts(conn, doc.id)
+        conn.commit()
+    lang = language.majority(lang for _, _, lang in pages)
+    result = extract([(page, text) for page, text, _ in pages], schema, lang)
+    if services.settings.doc_ai_extract:
+        result["ai"] = request_ai(payload, result["schema"], pages, services)
+    with services.pool.connection() as conn:
+        conn.execute("SET LOCAL synchronous_commit TO on")
+        store.save_extraction(conn, doc.id, result, lang)
+    return {
+        "schema": result["schema"],
+        "fields": sorted(result["fields"]),
+        "missing": result["missing"],
+    }
+
+
+def request_ai(
+    payload: DocExtractStructuredV1,
+    schema: str,
+    pages: list[tuple[int, str, str]],
+    services: DocServices,
+) -> dict[str, Any]:
+    """Send `ai:run` for this extraction (the AI task id is derived, so a retry sends nothing)."""
+    task_id = uuid.uuid5(AI_TASK_NAMESPACE, f"{payload.entity_id}:{schema}")
+    text = "\n\f\n".join(text for _, text, _ in pages)[: services.settings.doc_ai_max_chars]
+    sent = services.send_job(
+        catalog.AI_RUN,
+        AiRunV1(
+            org_id=payload.org_id,
+            entity_id=task_id,
+            task="extract",
+            input=text,
+            params={"schema": schema, "document_id": str(payload.entity_id)},
+        ),
+    )
+    return {"ai_task_id": str(task_id), "job_id": sent.job_id, "status": "REQUESTED"}
