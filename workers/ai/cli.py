@@ -83,7 +83,7 @@ def usage(
     )
     output.print_table(
         ["day", "model", "requests", "tokens in", "tokens out", "cost (USD)"],
-        table,
+        [[output.cell(v) for v in row] for row in table],
         title=f"AI usage of {org} since {first.isoformat()}",
     )
 

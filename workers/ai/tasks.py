@@ -29,7 +29,8 @@ MAX_EMBED_INPUTS = 2_048
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # Unknown keys are the producer's own (doc sends `document_id`): kept on the row, ignored here.
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
 
 class ChatParams(_Params):
