@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -18,7 +19,7 @@ from workers.doc import store
 from workers.doc.ocr import OcrResult, Tesseract
 from workers.doc.status import ingest_job_id
 
-from .conftest import DocWorker, pages, runs_of, settled_runs, wait_document
+from .conftest import DocWorker, document, pages, runs_of, settled_runs, wait_document
 from .pdfs import text_pdf
 
 SCAN_TEXT = "Devis n° D-77\nTotal TTC : 10,00 EUR"
@@ -184,3 +185,37 @@ def test_each_page_is_counted_once_and_one_call_completes_the_document(
     assert db.execute(
         "SELECT pages_done, status FROM documents WHERE id = %s", (doc_id,)
     ).fetchone() == (n, "FINALIZING")
+
+
+def test_a_redelivered_page_after_completion_sends_the_final_jobs_only_as_duplicates(
+    doc_worker: DocWorker, db: psycopg.Connection[Any], org: uuid.UUID
+) -> None:
+    """The crash window: the last page's count committed, its sends lost. A redelivery finds
+    the page counted, sends again, and the stable job ids keep one run of each final job."""
+    from shared.contracts.doc import DocOcrV1
+    from shared.jobs.context import JobContext
+    from workers.doc.pages import process_page
+
+    up = doc_worker.upload(text_pdf(["Seule page de la facture."]), org=org)
+    doc_worker.ingest(up, org)
+    wait_document(db, up.document_id, "READY", "FAILED")
+    sent: list[Any] = []
+    real_send = doc_worker.services.send_job
+
+    def recording_send(spec: Any, payload: Any) -> Any:
+        result = real_send(spec, payload)
+        sent.append((spec.name, result.duplicate))
+        return result
+
+    services = replace(doc_worker.services, send_job=recording_send)
+    payload = DocOcrV1(org_id=org, entity_id=up.document_id, page=1)
+    job = JobContext(
+        "redelivered", "doc:ocr", "doc", org, attempt=2, max_attempts=3, message_id="m"
+    )
+
+    result = process_page(payload, job, services)
+
+    assert result["already"] is True
+    assert sent == [("doc:extract_structured", True), ("doc:index_search", True)]
+    assert len(settled_runs(db, "doc:extract_structured", up.document_id, 1)) == 1
+    assert document(db, up.document_id)["pages_done"] == 1

@@ -4,11 +4,13 @@ ingest -> one doc:ocr per page -> extract_structured + index_search -> READY."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
 from shared.jobs import runs
+from tests.support.wait import wait_for
 from workers.doc.status import document_status, ingest_job_id
 
 from .conftest import DocWorker, pages, settled_runs, wait_document
@@ -104,3 +106,23 @@ def test_scanned_page_is_read_by_tesseract(
     assert "SCAN-2024-7" in page["text"]
     assert fields(doc)["number"] == "SCAN-2024-7"
     assert fields(doc)["total_gross"] == "360.00"
+
+
+def test_ai_extractor_is_requested_through_ai_run_when_configured(
+    make_doc_worker: Callable[..., DocWorker], db: psycopg.Connection[Any], org: uuid.UUID
+) -> None:
+    worker = make_doc_worker({"doc_ai_extract": True})
+    up = worker.upload(text_pdf([INVOICE_EN]), org=org, schema="invoice")
+    worker.ingest(up, org)
+
+    doc = wait_document(db, up.document_id, "READY", "FAILED")
+
+    ai = doc["extracted"]["ai"]
+    # The QUEUED row of a send is group-committed just after the enqueue: wait for it.
+    run = wait_for(lambda: runs.find(ai["job_id"], org_id=org), timeout=10, what="ai:run row")
+    assert run.job_name == "ai:run" and run.queue == "ai"
+    assert run.entity_id == ai["ai_task_id"]
+    assert run.payload["task"] == "extract" and "INV-7731" in run.payload["input"]
+    assert run.payload["params"] == {"schema": "invoice", "document_id": str(up.document_id)}
+    # The rule-based result is there all the same.
+    assert doc["extracted"]["fields"]["number"]["value"] == "INV-7731"
