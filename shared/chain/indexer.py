@@ -90,7 +90,7 @@ def sync_once(
     clock: Callable[[], float] = time.monotonic,
 ) -> SyncResult:
     """Index windows until caught up or out of budget; `cancel(job_id)` cancels a published job."""
-    result = SyncResult()
+    result = SyncResult(head=client.block_number())  # once per pass: windows chase a fixed target
     deadline = clock() + config.budget_s
     while True:
         try:
@@ -116,8 +116,8 @@ def _window(
             result.busy = True
             return "busy"
         cursor, cursor_hash = _cursor(session, config)
-        head = client.block_number()
-        result.head, result.cursor = head, cursor
+        head = result.head or 0
+        result.cursor = cursor
         if cursor_hash is not None and _hash(client, cursor) != cursor_hash:
             fork = _fork_point(client, session, config, cursor)
             rewound = rewind(session, config.chain_id, fork)
@@ -194,7 +194,9 @@ def _cursor(session: Session, config: IndexerConfig) -> tuple[int, str | None]:
     return int(row[0]), row[1]
 
 
-def _save_cursor(session: Session, config: IndexerConfig, block: int, block_hash: str | None) -> None:
+def _save_cursor(
+    session: Session, config: IndexerConfig, block: int, block_hash: str | None
+) -> None:
     session.execute(
         text(
             "INSERT INTO chain_cursor (name, chain_id, block_number, block_hash) VALUES (:n, :c, :b, :h)"

@@ -22,7 +22,13 @@ from ..outbox import enqueue
 from .indexer_events import Event
 
 #: Tables holding one row per projected log (rewound by block number).
-LOG_TABLES = ("lottery_tickets", "lottery_winners", "lottery_cancellations", "badges", "lottery_rounds")
+LOG_TABLES = (
+    "lottery_tickets",
+    "lottery_winners",
+    "lottery_cancellations",
+    "badges",
+    "lottery_rounds",
+)
 
 
 @dataclass
@@ -33,7 +39,10 @@ class Applied:
 
 
 def _insert(session: Session, sql: str, params: dict[str, Any]) -> bool:
-    return session.execute(text(sql + " ON CONFLICT DO NOTHING RETURNING 1"), params).first() is not None
+    return (
+        session.execute(text(sql + " ON CONFLICT DO NOTHING RETURNING 1"), params).first()
+        is not None
+    )
 
 
 def _common(chain_id: int, event: Event) -> dict[str, Any]:

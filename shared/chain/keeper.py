@@ -126,7 +126,13 @@ def _key(deps: KeeperDeps, kind: str, round_id: int) -> str:
 
 
 def _send(
-    deps: KeeperDeps, lock: HeldLock, kind: str, round_id: int, job_id: str, *, resumed: bool = False
+    deps: KeeperDeps,
+    lock: HeldLock,
+    kind: str,
+    round_id: int,
+    job_id: str,
+    *,
+    resumed: bool = False,
 ) -> KeeperResult:
     operator = deps.operator()
     if operator is None:

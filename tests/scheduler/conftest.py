@@ -18,18 +18,19 @@ from scheduler import chain
 from shared.chain import devnet
 from shared.config import Settings
 from shared.runtime import Runtime
-from tests.chain.conftest import (  # noqa: F401  (fixtures reused, not redefined)
-    Workers,
-    anvil,
-    chain_env,
-    chain_settings,
-    deployed,
-    workers,
-    world,
-)
+from tests.chain import conftest as chain_fixtures
+from tests.chain.conftest import Workers, chain_env
 from tests.chain.world import World
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# The chain's fixtures, reused (one anvil per session, a snapshot per test), not redefined.
+anvil = chain_fixtures.anvil
+deployed = chain_fixtures.deployed
+chain_settings = chain_fixtures.chain_settings
+world = chain_fixtures.world
+workers = chain_fixtures.workers
+__all__ = ["Workers", "anvil", "chain_settings", "deployed", "workers", "world"]
 
 
 def keeper_lock_key(settings: Settings) -> str:

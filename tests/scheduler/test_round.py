@@ -96,7 +96,9 @@ def test_a_full_round_is_drawn_projected_badged_and_paid(
     assert sorted(
         r[0] for r in db.execute("SELECT player FROM badges WHERE round_id = %s", (round_id,))
     ) == sorted([a[1].address, a[2].address])
-    assert db.execute("SELECT count(*) FROM keeper_actions WHERE outcome = 'draw_requested'").fetchone() == (1,)
+    assert db.execute(
+        "SELECT count(*) FROM keeper_actions WHERE outcome = 'draw_requested'"
+    ).fetchone() == (1,)
 
     # Indexing again from scratch changes nothing: projections are keyed by (tx_hash, log_index).
     db.execute("UPDATE chain_cursor SET block_number = 0, block_hash = NULL")

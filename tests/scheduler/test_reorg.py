@@ -1,0 +1,90 @@
+"""A reorg across indexed blocks (`anvil_reorg`): projections rewound to the fork point and
+rebuilt from the new chain; follow-up actions only orphaned logs asked for are cancelled —
+dropped from the outbox when unpublished, their run cancelled when published but not run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler import chain
+from shared.chain.abi import LOTTERY, encode_call
+from shared.chain.fees import GWEI, initial_fees
+from shared.chain.indexer import sync_once
+from shared.jobs import runs
+from shared.outbox import relay_once
+from shared.runtime import Runtime
+from tests.chain.world import TICKET, World
+from tests.support.wait import wait_for
+
+from .conftest import now
+
+
+def signed_purchase(world: World, account: Any, count: int) -> str:
+    client = world.client
+    fees = initial_fees(client.base_fee(), priority_fee=GWEI, cap=1_000 * GWEI)
+    tx = {
+        "type": 2,
+        "chainId": client.chain_id(),
+        "nonce": client.nonce(account.address, "latest"),
+        "to": world.contracts[LOTTERY],
+        "data": encode_call(LOTTERY, "buyTickets", count),
+        "value": count * TICKET,
+        "gas": 200_000,
+        **fees.as_tx_fields(),
+    }
+    return "0x" + bytes(account.sign_transaction(tx).raw_transaction).hex()
+
+
+def test_a_reorg_rewinds_projections_and_cancels_the_orphaned_actions(
+    world: World, sched_runtime: Runtime, jobs: chain.ChainJobs, db: Any
+) -> None:
+    a = world.accounts
+    round_id = world.current_round()
+    cancel_outcomes: dict[str, str] = {}
+
+    def cancel(job_id: str) -> str:
+        cancel_outcomes[job_id] = runs.cancel(job_id, org_id=None, runtime=sched_runtime)
+        return cancel_outcomes[job_id]
+
+    def index() -> Any:
+        return sync_once(jobs.client, sched_runtime.sessions, jobs.indexer, cancel=cancel)
+
+    world.buy(a[1], 1)
+    first = index()
+    relay_once(sched_runtime, now=now())  # a[1]'s badge job is published (no worker runs it)
+    wait_for(
+        lambda: runs.find(first.actions[0], org_id=None, runtime=sched_runtime),
+        what="the published run",
+    )
+    world.buy(a[2], 1)
+    second = index()  # a[2]'s badge job stays in the outbox
+    assert db.execute("SELECT count(*) FROM lottery_tickets").fetchone() == (2,)
+    replacement = signed_purchase(world, a[3], 2)
+
+    # The two purchase blocks are replaced by one block holding a[3]'s purchase instead.
+    world.client.request("anvil_reorg", [2, [[replacement, 0]]])
+    third = index()
+
+    assert len(third.reorgs) == 1
+    rewound = third.reorgs[0]
+    assert rewound.published == first.actions and rewound.unpublished == second.actions
+    assert cancel_outcomes == {first.actions[0]: "CANCELED"}
+    assert runs.find(first.actions[0], org_id=None, runtime=sched_runtime).status == "CANCELED"
+    assert db.execute(
+        "SELECT status, error LIKE 'ORPHANED%%' FROM outbox_events WHERE job_id = %s",
+        (second.actions[0],),
+    ).fetchone() == ("FAILED", True)
+    # The projections are the new chain's: a[3]'s purchase only, its badge staged once.
+    assert db.execute(
+        "SELECT player, ticket_count FROM lottery_tickets WHERE round_id = %s", (round_id,)
+    ).fetchall() == [(a[3].address, 2)]
+    assert third.actions == [f"MINT_BADGE-{round_id}-{a[3].address.lower()}"]
+    assert db.execute(
+        "SELECT count(*) FROM indexed_actions WHERE status = 'ORPHANED'"
+    ).fetchone() == (2,)
+    cursor = db.execute("SELECT block_number, block_hash FROM chain_cursor").fetchone()
+    head = world.client.request("eth_getBlockByNumber", ["latest", False])
+    assert cursor == (int(head["number"], 16), head["hash"].lower())
+    # The relay publishes only the live action.
+    stats = relay_once(sched_runtime, now=now())
+    assert (stats.published, stats.duplicates) == (1, 0)
