@@ -96,7 +96,8 @@ def deploy(
 
 @app.command("status")
 def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Node head, chain id, recorded contracts and the operator wallet's balance."""
+    """Node head, chain id, contracts, operator balance; indexer cursor and lag, keeper's last
+    action and lock holder."""
     from .client import ChainClient, safe_url
     from .registry import deployments
     from .wallets import operator_address
@@ -104,16 +105,29 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
     settings = get_settings()
     client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
     chain_id = client.check_chain(settings.chain_id)
+    import redis
+
+    from .indexer_status import indexer_status, keeper_status
+
+    head = client.block_number()
+    lock_redis = redis.Redis.from_url(
+        settings.redis_url, socket_timeout=2, socket_connect_timeout=2
+    )
     with _db(settings) as conn:
         contracts = {name: d.address for name, d in deployments(conn, chain_id).items()}
         operator = operator_address(conn)
+        scheduler = {
+            **indexer_status(conn, chain_id, head),
+            **keeper_status(conn, chain_id, lock_redis, settings.keeper_lock_key),
+        }
     result: dict[str, Any] = {
         "rpc": safe_url(settings.chain_rpc_url),
         "chain_id": chain_id,
-        "block": client.block_number(),
+        "block": head,
         "operator": operator,
         "operator_balance_wei": client.balance(operator) if operator else None,
         **contracts,
+        **scheduler,
     }
     if as_json:
         output.print_json(result)

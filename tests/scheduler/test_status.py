@@ -1,0 +1,65 @@
+"""`fleet chain status` as an operator runs it: cursor, head, lag, last keeper action, lock holder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scheduler import chain
+from shared.chain import devnet
+from shared.chain.indexer import sync_once
+from shared.chain.keeper import run_once
+from shared.config import Settings
+from shared.runtime import Runtime
+from tests.chain.conftest import chain_env
+from tests.chain.world import World
+
+from .conftest import now, scheduler_overrides
+
+pytestmark = pytest.mark.slow
+FLEET = str(Path(sys.executable).with_name("fleet"))
+
+
+def status(env: dict[str, str]) -> dict[str, object]:
+    done = subprocess.run(
+        [FLEET, "chain", "status", "--json"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_chain_status_shows_cursor_lag_last_keeper_action_and_lock_holder(
+    world: World,
+    anvil: devnet.Anvil,
+    chain_settings: Settings,
+    sched_runtime: Runtime,
+    jobs: chain.ChainJobs,
+) -> None:
+    env = chain_env(anvil, **scheduler_overrides(chain_settings))
+    assert status(env)["indexer_cursor"] is None
+    round_id = world.current_round()
+    world.buy(world.accounts[1])
+    world.buy(world.accounts[2])
+    world.end_round()
+    drawn = run_once(jobs.keeper, now())
+    synced = sync_once(jobs.client, sched_runtime.sessions, jobs.indexer, cancel=lambda j: "")
+    devnet.mine(world.client, 4)
+    jobs.keeper.redis.set(jobs.keeper.lock_key, "host-a:42:0badc0de", px=5_000)
+
+    shown = status(env)
+    assert shown["indexer_cursor"] == synced.cursor
+    assert shown["block"] == world.client.block_number()
+    assert shown["indexer_lag_blocks"] == 4
+    assert str(shown["keeper_last_action"]).startswith(
+        f"draw_requested round={round_id} tx={drawn.tx_hash}"
+    )
+    assert shown["keeper_lock_holder"] == "host-a:42:0badc0de"
