@@ -25,8 +25,11 @@ $(STAMP): pyproject.toml package-lock.json
 	@touch $(STAMP)
 
 ## run: the whole fleet on this machine (embedded Redis/Postgres when none answer); Ctrl-C stops it
+## `make run DEMO=1` also sends the demo workload (`fleet demo`) once every process is ready.
 run: $(STAMP)
-	$(BIN)/fleet run
+	@# OCR of scanned pages needs Tesseract (fra, eng): installed when missing (root), else a warning.
+	-@bash workers/doc/install_tesseract.sh || echo "doc worker: Tesseract missing, scanned pages will fail (see above)"
+	$(BIN)/fleet run $(if $(filter 1 yes true,$(DEMO)),--demo)
 
 ## run-worker-<domain> / run-scheduler: one process in the foreground (Redis/Postgres from env)
 run-worker-email:

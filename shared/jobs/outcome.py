@@ -13,7 +13,7 @@ from dramatiq.errors import ActorNotFound
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
 from ..config import RetryPolicy
-from ..errors import AlreadyDone, JobCanceled, PermanentError, RetryLater
+from ..errors import AlreadyDone, FleetError, JobCanceled, PermanentError, RetryLater
 
 #: Longest error text kept on a run (message + the tail of the traceback).
 ERROR_MAX_CHARS = 4_000
@@ -68,9 +68,7 @@ def decide(
         return Outcome("DEAD", error_code=exception.code, error=describe(exception))
     if isinstance(exception, ActorNotFound):
         return Outcome("DEAD", error_code="UNKNOWN_JOB", error=f"no handler for {exception}")
-    code = (
-        "TIMEOUT" if isinstance(exception, TimeLimitExceeded) else type(exception).__name__.upper()
-    )
+    code = _code(exception)
     if attempt >= policy.max_attempts:
         return Outcome(
             "DEAD",
@@ -84,6 +82,15 @@ def decide(
         requeue_delay_ms=backoff_ms(policy, attempt, rng),
         next_attempt=attempt + 1,
     )
+
+
+def _code(exception: BaseException) -> str:
+    """A fleet error's own code (e.g. SMTP_451), TIMEOUT, else the exception's class name."""
+    if isinstance(exception, TimeLimitExceeded):
+        return "TIMEOUT"
+    if isinstance(exception, FleetError):
+        return exception.code
+    return type(exception).__name__.upper()
 
 
 def describe(exception: BaseException) -> str:

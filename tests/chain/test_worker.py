@@ -101,7 +101,7 @@ def test_a_node_down_then_up_is_retried_until_the_action_is_done(
         timeout=20,
         what="an attempt failed on the unreachable node",
     )
-    assert failed.error_code == "RPCUNAVAILABLE" and "RpcUnavailable" in (failed.error or "")
+    assert failed.error_code == "RPC_UNAVAILABLE" and "RpcUnavailable" in (failed.error or "")
     proxy.up()
     try:
         (view,) = finished(runtime, [job])

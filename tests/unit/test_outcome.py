@@ -10,7 +10,14 @@ from dramatiq.errors import ActorNotFound
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
 from shared.config import DEFAULT_RETRIES, RetryPolicy, Settings
-from shared.errors import AlreadyDone, InvalidPayload, JobCanceled, PermanentError, RetryLater
+from shared.errors import (
+    AlreadyDone,
+    BrokerUnavailable,
+    InvalidPayload,
+    JobCanceled,
+    PermanentError,
+    RetryLater,
+)
 from shared.jobs.outcome import backoff_ms, decide
 
 POLICY = RetryPolicy(max_attempts=3, min_backoff_ms=2_000, max_backoff_ms=60_000)
@@ -29,6 +36,7 @@ def _decide(attempt: int, exception: BaseException | None = None, result: object
         (1, AlreadyDone("sent before"), "COMPLETED", None, False),
         (1, RuntimeError("flaky"), "FAILED", "RUNTIMEERROR", True),
         (2, TimeLimitExceeded(), "FAILED", "TIMEOUT", True),
+        (1, BrokerUnavailable("redis down"), "FAILED", "BROKER_UNAVAILABLE", True),
         (3, RuntimeError("flaky"), "DEAD", "RUNTIMEERROR", False),
         (1, PermanentError("no", code="SMTP_550"), "DEAD", "SMTP_550", False),
         (1, InvalidPayload("bad"), "DEAD", "INVALID_PAYLOAD", False),

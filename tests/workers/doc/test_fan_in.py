@@ -138,7 +138,7 @@ def test_missing_tesseract_is_a_clear_error_not_an_empty_text(
         "OCR_UNAVAILABLE" in page["error"] and "apt-get install -y tesseract-ocr" in page["error"]
     )
     [run] = settled_runs(db, "doc:ocr", up.document_id, 1)
-    assert run["status"] == "DEAD" and run["error_code"] == "OCRUNAVAILABLE"
+    assert run["status"] == "DEAD" and run["error_code"] == "OCR_UNAVAILABLE"
     assert runs_of(db, "doc:extract_structured", up.document_id) == []
 
 
