@@ -40,7 +40,9 @@ local used = redis.call('GET', KEYS[1])
 if not used then return {-1, 0} end
 used = tonumber(used)
 if used + tonumber(ARGV[2]) > tonumber(ARGV[1]) then return {0, used} end
-return {1, redis.call('INCRBY', KEYS[1], ARGV[2])}
+local total = redis.call('INCRBY', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return {1, total}
 """
 
 #: A day counter outlives its day by this much (late settlements still find it).
@@ -103,9 +105,10 @@ class Limiter:
         """Reserve `tokens` of the org's day; raises `QuotaExceeded` when they do not fit."""
         key = f"{self.prefix}:tokens:{org_id}:{day.isoformat()}"
         for _ in range(3):
-            status, used = self._reserve(keys=[key], args=[limits.tokens_per_day, tokens])
+            status, used = self._reserve(
+                keys=[key], args=[limits.tokens_per_day, tokens, DAY_TTL_S]
+            )
             if status == 1:
-                self.client.expire(key, DAY_TTL_S)
                 return Reservation(key, tokens)
             if status == 0:
                 raise QuotaExceeded(int(used), limits.tokens_per_day, tokens)

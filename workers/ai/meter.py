@@ -145,8 +145,10 @@ class Meter:
         spent = usage.Usage(model=model, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         day = self.ai.clock().date()
         try:
+            # Committed without waiting for the WAL flush: the task's final (synchronous)
+            # commit, or any later one, flushes it too; only a Postgres crash in between
+            # could lose it, and then the claim is lost as well and the task runs again.
             with self.ai.pool.connection() as conn:
-                conn.execute("SET LOCAL synchronous_commit TO on")
                 usage.record(
                     conn, task_id=self.row.id, org_id=self.row.org_id, day=day, usage=spent
                 )

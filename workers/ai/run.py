@@ -57,8 +57,9 @@ def _prepare(payload: AiRunV1, ai: Ai) -> tuple[store.TaskRow, Any] | dict[str, 
     """The claimed row and its parsed params, or the stored result of a finished task."""
     now = ai.clock()
     invalid: PermanentError | None = None
+    # The pool's connections commit asynchronously (no WAL flush wait): losing this claim in
+    # a Postgres crash only lets the task run again; the outcome commits below are synchronous.
     with ai.pool.connection() as conn:
-        conn.execute("SET LOCAL synchronous_commit TO on")
         row = store.ensure(conn, payload)
         if row is None:
             raise PermanentError(
@@ -74,6 +75,7 @@ def _prepare(payload: AiRunV1, ai: Ai) -> tuple[store.TaskRow, Any] | dict[str, 
             params = tasks.parse_params(row.task, row.params, row.input)
         except PermanentError as exc:
             # Recorded first (leaving the block commits), raised after.
+            conn.execute("SET LOCAL synchronous_commit TO on")
             store.release(conn, row, "FAILED", now, error_code=exc.code, error=str(exc))
             invalid = exc
         else:

@@ -133,3 +133,21 @@ def test_prompts_and_outputs_are_logged_only_with_the_debug_setting(
     assert '"event": "ai.call"' in logs  # the call is logged either way, with its figures
     assert (secret_in in logs, secret_out in logs) == (debug, debug)
     assert wait_task(db, str(payload.entity_id), "SUCCEEDED")["result"]["summary"] == secret_out
+
+
+def test_a_failed_job_is_logged_by_the_worker_without_its_input(
+    ai_worker, fake_ai, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from tests.workers.ai.fake_openai import Reply
+
+    configure_logging(level="INFO", fmt="json", process="test-ai")
+    secret = f"PROMPT-{uuid.uuid4().hex}"
+    fake_ai.script("leak", Reply(status=400))
+    _, sent = send_task("summarize", f"[case:leak] {secret}")
+
+    wait_run(sent.job_id, "DEAD")
+
+    captured = capfd.readouterr()
+    logs = captured.out + captured.err
+    assert "Failed to process message ai:run(message_id=" in logs  # Dramatiq's line, redacted
+    assert secret not in logs

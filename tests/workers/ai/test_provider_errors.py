@@ -60,7 +60,7 @@ def test_500_on_every_attempt_is_dead_after_the_ai_policy_and_the_task_failed(
 
     run = wait_run(sent.job_id, "DEAD", timeout=15)
 
-    assert run.attempt == 2 and run.error_code == "PROVIDERUNAVAILABLE"
+    assert run.attempt == 2 and run.error_code == "PROVIDER_UNAVAILABLE"
     assert "attempts exhausted (2/2)" in run.error and "provider answered 502" in run.error
     row = task_row(db, payload["entity_id"])
     assert row["status"] == "FAILED" and row["error_code"] == "PROVIDER_UNAVAILABLE"
@@ -111,5 +111,5 @@ def test_a_provider_throttling_for_good_spends_attempts_once_the_deferrals_are_u
 
     # one deferral, then the two attempts of the ai policy
     assert len(fake_ai.calls("forever")) == 3 and run.attempt == 2
-    assert run.error_code == "PROVIDERTHROTTLED"
+    assert run.error_code == "PROVIDER_THROTTLED"
     assert wait_task(db, payload["entity_id"], "FAILED")["deferrals"] == 1
