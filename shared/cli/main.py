@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from . import contracts, dlq, jobs, outbox, output
+from . import contracts, demo, dlq, jobs, outbox, output, status
 from .lazy import register
 from .settings import config
 
@@ -125,6 +125,8 @@ app.add_typer(contracts.app, name="contracts")
 db_app = typer.Typer(help="Database schema: apply migrations.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.command("config")(config)
+app.command("status")(status.status)
+app.command("demo")(demo.demo)
 
 
 @db_app.command("upgrade")

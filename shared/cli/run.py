@@ -22,13 +22,16 @@ def run(
         str | None,
         typer.Option("--var-dir", help="Local state directory (default: $VAR_DIR or ./var)."),
     ] = None,
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Run `fleet demo` once every process is ready.")
+    ] = False,
 ) -> None:
     """Start Redis and Postgres (configured or embedded), migrate, run every worker and the
     scheduler under a supervisor; Ctrl-C stops everything."""
     unknown = sorted(set(only or ()) - set(NAMES))
     if unknown:
         raise typer.BadParameter(f"unknown process {', '.join(unknown)}; known: {', '.join(NAMES)}")
-    code = launch(only=only or (), var_dir=var_dir)
+    code = launch(only=only or (), var_dir=var_dir, demo=demo)
     raise typer.Exit(code)
 
 

@@ -20,13 +20,20 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--var-dir", default=None, help="local state directory (default: $VAR_DIR or var)"
     )
+    run.add_argument(
+        "--demo", action="store_true", help="run `fleet demo` once every process is ready"
+    )
     for name in ("exec", "command"):
         p = sub.add_parser(name, help=f"{name} one process of the table")
         p.add_argument("process", choices=NAMES)
     sub.add_parser("names", help="the processes of the table")
     args = parser.parse_args(argv)
     if args.cmd in (None, "run"):
-        return launch(only=getattr(args, "only", ()), var_dir=getattr(args, "var_dir", None))
+        return launch(
+            only=getattr(args, "only", ()),
+            var_dir=getattr(args, "var_dir", None),
+            demo=getattr(args, "demo", False),
+        )
     if args.cmd == "exec":
         exec_process(args.process)
     if args.cmd == "command":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -61,6 +62,7 @@ def launch(
     only: Sequence[str] = (),
     var_dir: str | Path | None = None,
     say: Callable[[str], None] = _say,
+    demo: bool = False,
 ) -> int:
     settings = settings or get_settings()
     var = Path(var_dir or settings.var_dir).resolve()
@@ -123,9 +125,14 @@ def launch(
                 stop=signals.stop,
                 tick=supervisor.check,
             )
+            demo_proc = None
             if not signals.stop.is_set():
                 _print_summary(supervisor, states, var, settings, say)
+                if demo:
+                    demo_proc = _start_demo(child_env, states, say)
                 supervisor.run(signals.stop)
+            if demo_proc is not None and demo_proc.poll() is None:
+                demo_proc.terminate()
             say("stopping: SIGTERM to every process (Ctrl-C again to skip the grace period)")
         finally:
             supervisor.stop_all(hurry=signals.hurry)
@@ -155,6 +162,20 @@ def _print_summary(
     if first:
         say(f"metrics (all processes, aggregated): {first}/metrics{token}")
     say("Ctrl-C stops the fleet")
+
+
+def _start_demo(
+    env: dict[str, str], states: dict[str, str], say: Callable[[str], None]
+) -> subprocess.Popen[bytes] | None:
+    """`fleet demo` once (`make run DEMO=1`), in the foreground terminal; the fleet keeps
+    running after it so that its results can be looked at."""
+    not_ready = sorted(name for name, state in states.items() if state != "ready")
+    if not_ready:
+        say(f"demo not started: not ready: {', '.join(not_ready)}")
+        return None
+    fleet = Path(sys.executable).with_name("fleet")
+    say("running the demo workload (`fleet demo`); the fleet keeps running after it")
+    return subprocess.Popen([str(fleet) if fleet.exists() else "fleet", "demo"], env=env)
 
 
 def exec_process(name: str, settings: Settings | None = None) -> None:

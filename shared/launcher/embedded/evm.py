@@ -59,11 +59,18 @@ def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
     from ...chain.devnet import start_anvil
 
     try:
-        anvil = start_anvil(port=parts.port or 8545, chain_id=31337)
+        # A block every second, as a real chain makes them: with anvil's default (a block per
+        # transaction only) the indexer, which stays `INDEXER_CONFIRMATIONS` blocks below the
+        # head, would not see the last transactions until more were sent.
+        anvil = start_anvil(port=parts.port or 8545, chain_id=31337, extra=("--block-time", "1"))
     except (OSError, RuntimeError) as exc:
         raise LaunchError(f"cannot start anvil ({exc}); run `npm ci` to install it") from exc
     return Service(
-        "EVM node (anvil)", anvil.url, embedded=True, detail="chain id 31337", stop=anvil.stop
+        "EVM node (anvil)",
+        anvil.url,
+        embedded=True,
+        detail="chain id 31337, a block per second",
+        stop=anvil.stop,
     )
 
 

@@ -1,0 +1,308 @@
+"""`fleet status`: the one screen an operator reads first.
+
+What it shows and where each figure comes from:
+- queues: ready and delayed messages (Redis lists of the broker), dead runs (`job_runs`);
+- workers: consumers with a fresh heartbeat (`<namespace>:__heartbeats__`), and each process of
+  the launcher's state file (`var/run/fleet.json`, written by `make run`) with its
+  `/health/ready` answer;
+- scheduler: runs by job and outcome (the scheduler's Prometheus counters, read from any
+  process's `/metrics`: they are aggregated over the fleet), and the last trace each periodic
+  job leaves in Postgres (keeper actions, indexer cursor, due-email jobs, published events);
+- indexer lag: the node's head minus the stored cursor;
+- outbox backlog: PENDING events and the age of the oldest.
+
+Every section degrades on its own: an unreachable source is reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from shared.config import Settings, get_settings
+
+from . import output
+
+Section = dict[str, Any]
+
+
+def _guard(section: Callable[[], Section]) -> Section:
+    try:
+        return section()
+    except Exception as exc:
+        return {
+            "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        }
+
+
+# -- sources ---------------------------------------------------------------------------------
+
+
+def queues(settings: Settings) -> Section:
+    import redis
+
+    from shared.jobs import catalog
+    from shared.observability.probes import queue_depths
+
+    client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        depth = queue_depths(client, settings, catalog.QUEUES)
+    finally:
+        client.close()
+    return {
+        q: {state: int(depth[(q, state)]) for state in ("ready", "delayed", "dead")}
+        for q in catalog.QUEUES
+    }
+
+
+def heartbeats(settings: Settings, *, now_ms: float | None = None) -> Section:
+    """Consumers whose heartbeat is younger than `heartbeat_timeout_ms` (Dramatiq's own rule)."""
+    import redis
+
+    client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        beats: list[Any] = list(
+            client.zrange(f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True)
+        )
+    finally:
+        client.close()
+    now_ms = time.time() * 1000 if now_ms is None else now_ms
+    ages = [now_ms - float(score) for _, score in beats]
+    alive = [age for age in ages if age < settings.heartbeat_timeout_ms]
+    return {"alive": len(alive), "stale": len(beats) - len(alive)}
+
+
+def processes(state_file: Path) -> Section:
+    """The launcher's processes and their readiness; empty when no `make run` wrote a state."""
+    if not state_file.exists():
+        return {"state_file": str(state_file), "processes": []}
+    from shared.launcher.status import readiness
+
+    state = json.loads(state_file.read_text())
+    rows = []
+    for p in state.get("processes", []):
+        ready = "stopped" if state.get("stopped") else readiness(p["health_url"], timeout=1.0)
+        rows.append({**p, "state": ready})
+    return {
+        "state_file": str(state_file),
+        "stopped": state.get("stopped", False),
+        "processes": rows,
+    }
+
+
+def parse_metrics(text: str, name: str) -> list[tuple[dict[str, str], float]]:
+    """Samples of metric `name` in Prometheus text format: (labels, value)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found = []
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                found.append((dict(sample.labels), float(sample.value)))
+    return found
+
+
+def scrape(urls: list[str], token: str | None) -> str | None:
+    """The first `/metrics` page that answers (any process serves the fleet's aggregate)."""
+    for url in urls:
+        request = urllib.request.Request(f"{url}/metrics")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=2) as response:
+                return str(response.read().decode())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def scheduler_runs(metrics: str | None) -> Section:
+    if metrics is None:
+        return {"error": "no /metrics answered (is the fleet running?)"}
+    jobs: dict[str, dict[str, int]] = {}
+    for labels, value in parse_metrics(metrics, "jobfleet_scheduler_runs_total"):
+        jobs.setdefault(labels["job"], {})[labels["outcome"]] = int(value)
+    return jobs
+
+
+def last_traces(settings: Settings) -> Section:
+    """The latest row each periodic job writes (None when it never did)."""
+    import psycopg
+
+    queries = {
+        "lottery-keeper": "SELECT ran_at, outcome FROM keeper_actions ORDER BY ran_at DESC LIMIT 1",
+        "chain-indexer": "SELECT updated_at, 'block ' || block_number FROM chain_cursor"
+        " ORDER BY updated_at DESC LIMIT 1",
+        "email-run-due": "SELECT queued_at, status FROM job_runs WHERE job_name = 'email-seq:run_due'"
+        " ORDER BY queued_at DESC LIMIT 1",
+        "outbox-relay": "SELECT published_at, 'published' FROM outbox_events"
+        " WHERE published_at IS NOT NULL ORDER BY published_at DESC LIMIT 1",
+    }
+    traces: Section = {}
+    with psycopg.connect(settings.database_dsn, connect_timeout=2, autocommit=True) as conn:
+        for job, sql in queries.items():
+            try:
+                row = conn.execute(sql).fetchone()
+            except psycopg.errors.UndefinedTable:
+                row = None
+            traces[job] = {"at": row[0], "outcome": row[1]} if row else None
+    return traces
+
+
+def indexer_lag(settings: Settings, metrics: str | None) -> Section:
+    import psycopg
+
+    with psycopg.connect(settings.database_dsn, connect_timeout=2, autocommit=True) as conn:
+        try:
+            row = conn.execute(
+                "SELECT chain_id, block_number FROM chain_cursor ORDER BY updated_at DESC LIMIT 1"
+            ).fetchone()
+        except psycopg.errors.UndefinedTable:
+            return {
+                "cursor": None,
+                "head": None,
+                "lag": None,
+                "note": "not migrated (fleet db upgrade)",
+            }
+    if row is None:
+        return {"cursor": None, "head": None, "lag": None, "note": "the indexer has no cursor yet"}
+    head: int | None = None
+    try:
+        from shared.chain.client import ChainClient
+
+        head = ChainClient.connect(settings.chain_rpc_url, timeout_s=2).block_number()
+    except Exception:
+        reported = parse_metrics(metrics, "jobfleet_indexer_lag_blocks") if metrics else []
+        if reported:
+            return {"cursor": row[1], "head": None, "lag": int(max(v for _, v in reported))}
+    lag = None if head is None else max(0, head - int(row[1]))
+    return {"chain_id": row[0], "cursor": row[1], "head": head, "lag": lag}
+
+
+def outbox_backlog(settings: Settings) -> Section:
+    import psycopg
+
+    with psycopg.connect(settings.database_dsn, connect_timeout=2, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FILTER (WHERE status = 'PENDING'),"
+            " count(*) FILTER (WHERE status = 'FAILED'),"
+            " extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'PENDING'))"
+            " FROM outbox_events"
+        ).fetchone()
+    assert row is not None
+    return {
+        "pending": int(row[0]),
+        "failed": int(row[1]),
+        "oldest_pending_s": None if row[2] is None else round(float(row[2]), 1),
+    }
+
+
+def collect(settings: Settings, state_file: Path) -> dict[str, Section]:
+    procs = _guard(lambda: processes(state_file))
+    urls = [p["health_url"] for p in procs.get("processes", [])] or _planned_urls(settings)
+    metrics = scrape(urls, settings.metrics_token)
+    return {
+        "queues": _guard(lambda: queues(settings)),
+        "workers": {"heartbeats": _guard(lambda: heartbeats(settings)), **procs},
+        "scheduler": {
+            "runs": _guard(lambda: scheduler_runs(metrics)),
+            "last": _guard(lambda: last_traces(settings)),
+        },
+        "indexer": _guard(lambda: indexer_lag(settings, metrics)),
+        "outbox": _guard(lambda: outbox_backlog(settings)),
+    }
+
+
+def _planned_urls(settings: Settings) -> list[str]:
+    from shared.launcher.plan import fleet_plan
+
+    return [spec.health_url for spec in fleet_plan(settings)]
+
+
+# -- the screen ------------------------------------------------------------------------------
+
+
+def render(report: dict[str, Section]) -> None:
+    from rich.table import Table
+
+    from .output import cell, out
+
+    q = report["queues"]
+    table = Table(title="queues", header_style="bold")
+    for name in ("queue", "ready", "delayed", "dead"):
+        table.add_column(name, justify="left" if name == "queue" else "right")
+    if "error" in q:
+        out.print(f"[red]queues: {cell(q['error'])}[/red]")
+    else:
+        for queue, d in q.items():
+            dead = f"[red]{d['dead']}[/red]" if d["dead"] else "0"
+            table.add_row(queue, str(d["ready"]), str(d["delayed"]), dead)
+        out.print(table)
+
+    w = report["workers"]
+    beats = w["heartbeats"]
+    line = beats.get("error") or f"{beats['alive']} consumer(s) alive, {beats['stale']} stale"
+    out.print(f"[bold]workers[/bold]: {cell(line)}")
+    if w.get("processes"):
+        procs = Table(header_style="bold")
+        for name in ("process", "pid", "restarts", "state", "health"):
+            procs.add_column(name)
+        for p in w["processes"]:
+            style = "green" if p["state"] == "ready" else "red"
+            procs.add_row(p["name"], cell(p["pid"]), str(p["restarts"]),
+                          f"[{style}]{cell(p['state'])}[/{style}]", p["health_url"])  # fmt: skip
+        out.print(procs)
+    elif "error" not in w:
+        out.print(f"  (no launcher state at {cell(w.get('state_file'))}: not started by make run)")
+
+    s = report["scheduler"]
+    sched = Table(title="scheduler", header_style="bold")
+    for name in ("job", "runs ok", "errors", "last trace", "at"):
+        sched.add_column(name)
+    runs, last = s["runs"], s["last"]
+    names = sorted(set(k for k in runs if k != "error") | set(k for k in last if k != "error"))
+    for job in names:
+        r, t = runs.get(job) or {}, last.get(job) or {}
+        errors = r.get("error", 0) if isinstance(r, dict) else 0
+        sched.add_row(job, cell(r.get("ok", "")), f"[red]{errors}[/red]" if errors else "0",
+                      cell(t.get("outcome")), cell(t.get("at")))  # fmt: skip
+    out.print(sched)
+    for part in ("runs", "last"):
+        if "error" in s[part]:
+            out.print(f"  [yellow]scheduler {part}: {cell(s[part]['error'])}[/yellow]")
+
+    i, o = report["indexer"], report["outbox"]
+    lag = (
+        i.get("error")
+        or i.get("note")
+        or f"{i['lag']} block(s) (cursor {i['cursor']}, head {i['head']})"
+    )
+    out.print(f"[bold]indexer lag[/bold]: {cell(lag)}")
+    backlog = o.get("error") or (
+        f"{o['pending']} pending, {o['failed']} failed"
+        + (f", oldest {o['oldest_pending_s']} s" if o["oldest_pending_s"] is not None else "")
+    )
+    out.print(f"[bold]outbox[/bold]: {cell(backlog)}")
+
+
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    var_dir: Annotated[
+        str | None,
+        typer.Option("--var-dir", help="Where `make run` keeps its state (default: $VAR_DIR)."),
+    ] = None,
+) -> None:
+    """Queues, workers alive, scheduler runs, indexer lag, outbox backlog."""
+    settings = get_settings()
+    state_file = Path(var_dir or settings.var_dir) / "run" / "fleet.json"
+    report = collect(settings, state_file)
+    if as_json:
+        output.print_json(report)
+    else:
+        render(report)
