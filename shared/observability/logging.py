@@ -31,6 +31,41 @@ def _redact_processor(_: Any, __: str, event: MutableMapping[str, Any]) -> Mappi
     return redact(dict(event))  # type: ignore[no-any-return]
 
 
+#: Dramatiq loggers that put a message's repr (its payload) into their records.
+MESSAGE_LOGGERS = ("dramatiq.worker.WorkerThread", "dramatiq.worker.ConsumerThread")
+
+
+class RedactMessages(logging.Filter):
+    """Dramatiq logs a failed message with its full repr (`email:send({... 'recipient_email':
+    ...})`): payloads (addresses, prompts, documents) must not reach the logs, so its records
+    show the actor and message id instead. The job fields are on every line anyway (contextvars).
+    It sits on Dramatiq's loggers, not on a handler, so it survives handler changes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and record.args:
+            record.args = tuple(_message_ref(a) for a in record.args)
+        return True
+
+
+def _message_ref(value: Any) -> Any:
+    actor = getattr(value, "actor_name", None)
+    message_id = getattr(value, "message_id", None)
+    if actor is not None and message_id is not None:
+        return f"{actor}(message_id={message_id}, arguments redacted)"
+    return value
+
+
+def redact_dramatiq_messages(*, enabled: bool = True) -> None:
+    """Install (idempotent) or remove the payload filter on Dramatiq's loggers."""
+    for name in MESSAGE_LOGGERS:
+        logger = logging.getLogger(name)
+        present = [f for f in logger.filters if isinstance(f, RedactMessages)]
+        if enabled and not present:
+            logger.addFilter(RedactMessages())
+        for f in present if not enabled else ():
+            logger.removeFilter(f)
+
+
 def configure_logging(
     *, level: str = "INFO", fmt: str = "json", process: str | None = None
 ) -> None:
@@ -72,5 +107,6 @@ def configure_logging(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    redact_dramatiq_messages()
     for noisy in ("urllib3", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
