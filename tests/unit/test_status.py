@@ -1,0 +1,77 @@
+"""`fleet status` reads each figure from its source: queue lists and heartbeats in Redis, dead
+runs and the outbox in Postgres, scheduler counters from a `/metrics` page."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from shared.cli import status
+from shared.config import Settings
+from shared.contracts import SYSTEM_ORG
+from shared.jobs import catalog
+from shared.runtime import Runtime
+
+METRICS = """\
+# HELP jobfleet_scheduler_runs_total Periodic job runs by job and outcome
+# TYPE jobfleet_scheduler_runs_total counter
+jobfleet_scheduler_runs_total{job="outbox-relay",outcome="ok"} 41.0
+jobfleet_scheduler_runs_total{job="lottery-keeper",outcome="ok"} 3.0
+jobfleet_scheduler_runs_total{job="lottery-keeper",outcome="error"} 2.0
+# HELP jobfleet_indexer_lag_blocks Blocks between the head and the indexer cursor
+# TYPE jobfleet_indexer_lag_blocks gauge
+jobfleet_indexer_lag_blocks 4.0
+"""
+
+
+def test_scheduler_runs_are_counted_by_job_and_outcome_from_metrics() -> None:
+    assert status.scheduler_runs(METRICS) == {
+        "outbox-relay": {"ok": 41},
+        "lottery-keeper": {"ok": 3, "error": 2},
+    }
+    assert "error" in status.scheduler_runs(None)
+
+
+def test_report_shows_ready_and_dead_jobs_fresh_heartbeats_and_the_outbox_backlog(
+    runtime: Runtime, settings: Settings, db: Any, tmp_path: Path
+) -> None:
+    payload = {"org_id": SYSTEM_ORG, "slot": "2026-01-01T00:00Z"}
+    runtime.sender.send(catalog.EMAIL_SEQ_RUN_DUE, payload)  # no worker: it stays ready
+    runtime.sender.flush()
+    db.execute(
+        "INSERT INTO job_runs (id, org_id, job_name, job_id, queue, status, payload, attempt)"
+        " VALUES (gen_random_uuid(), %s, 'doc:ocr', 'dead-1', 'doc', 'DEAD', '{}', 5)",
+        (SYSTEM_ORG,),
+    )
+    db.execute(
+        "INSERT INTO outbox_events (id, org_id, type, job_name, job_id, payload, status, attempts,"
+        " created_at) VALUES (%s, %s, 'x', 'ai:run', 'o-1', '{}', 'PENDING', 0, now() - interval '30 s')",
+        (uuid.uuid4(), SYSTEM_ORG),
+    )
+    client = redis.Redis.from_url(settings.redis_url)
+    beats = f"{settings.broker_namespace}:__heartbeats__"
+    now_ms = time.time() * 1000
+    client.zadd(beats, {"fresh": now_ms, "gone": now_ms - 10 * settings.heartbeat_timeout_ms})
+    client.close()
+
+    report = status.collect(settings, tmp_path / "run" / "fleet.json")
+
+    assert report["queues"]["email"] == {"ready": 1, "delayed": 0, "dead": 0}
+    assert report["queues"]["doc"]["dead"] == 1
+    assert report["workers"]["heartbeats"] == {"alive": 1, "stale": 1}
+    assert report["workers"]["processes"] == []  # no `make run` state here
+    assert report["outbox"]["pending"] == 1 and report["outbox"]["oldest_pending_s"] >= 29
+    assert report["indexer"]["cursor"] is None
+
+
+def test_an_unreachable_redis_is_reported_in_its_sections_only(
+    runtime: Runtime, settings: Settings, tmp_path: Path
+) -> None:
+    broken = settings.model_copy(update={"redis_url": "redis://127.0.0.1:1/0"})
+    report = status.collect(broken, tmp_path / "fleet.json")
+    assert "error" in report["queues"] and "error" in report["workers"]["heartbeats"]
+    assert report["outbox"]["pending"] == 0
