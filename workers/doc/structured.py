@@ -17,7 +17,7 @@ from shared.jobs import catalog
 from shared.jobs.context import JobContext
 
 from . import language, store
-from .extract import SCHEMA_NAMES, extract
+from .extract import SCHEMA_NAMES, SCHEMAS, extract
 from .wiring import DocServices
 
 #: Namespace of the ai_tasks ids derived from (document, schema): one AI task per extraction.
@@ -52,6 +52,33 @@ def extract_structured(
     }
 
 
+def ai_json_schema(schema: str) -> dict[str, Any]:
+    """The JSON Schema `ai:run` (task extract) validates the model's answer against: the fields
+    the rule-based extractor reads for this document schema, each optional."""
+    text: dict[str, Any] = {"type": ["string", "null"]}
+    day: dict[str, Any] = {"type": ["string", "null"], "format": "date"}
+    amount: dict[str, Any] = {"type": ["number", "null"]}
+    properties: dict[str, Any] = {
+        "number": text,
+        "issue_date": day,
+        **{name: day for name, _ in SCHEMAS[schema].dates},
+        "total_net": amount,
+        "total_gross": amount,
+        "vat_amount": amount,
+        "vat_rate": amount,
+        "currency": {"type": ["string", "null"], "pattern": "^[A-Z]{3}$"},
+        "iban": text,
+        "vat_number": text,
+        "supplier": text,
+    }
+    return {
+        "title": schema,
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+
+
 def request_ai(
     payload: DocExtractStructuredV1,
     schema: str,
@@ -68,7 +95,11 @@ def request_ai(
             entity_id=task_id,
             task="extract",
             input=text,
-            params={"schema": schema, "document_id": str(payload.entity_id)},
+            params={
+                "schema": ai_json_schema(schema),
+                "schema_name": schema,
+                "document_id": str(payload.entity_id),
+            },
         ),
     )
     return {"ai_task_id": str(task_id), "job_id": sent.job_id, "status": "REQUESTED"}

@@ -123,6 +123,14 @@ def test_ai_extractor_is_requested_through_ai_run_when_configured(
     assert run.job_name == "ai:run" and run.queue == "ai"
     assert run.entity_id == ai["ai_task_id"]
     assert run.payload["task"] == "extract" and "INV-7731" in run.payload["input"]
-    assert run.payload["params"] == {"schema": "invoice", "document_id": str(up.document_id)}
+    params = run.payload["params"]
+    assert params["schema_name"] == "invoice" and params["document_id"] == str(up.document_id)
+    # A JSON Schema the ai worker accepts for `extract` (it refuses anything else: INVALID_PARAMS).
+    from jsonschema import validators
+
+    validators.validator_for(params["schema"]).check_schema(params["schema"])
+    assert {"number", "issue_date", "due_date", "total_gross", "iban"} <= set(
+        params["schema"]["properties"]
+    )
     # The rule-based result is there all the same.
     assert doc["extracted"]["fields"]["number"]["value"] == "INV-7731"
