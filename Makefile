@@ -11,7 +11,8 @@ STAMP := $(VENV)/.jobfleet-installed
 LAUNCH := $(BIN)/python -m shared.launcher
 
 .PHONY: install run run-worker-email run-worker-ai run-worker-export run-worker-doc \
-        run-worker-chain-actions run-scheduler print-commands test lint format bench config-doc
+        run-worker-chain-actions run-scheduler print-commands test lint format bench config-doc \
+        compose-up compose-down
 
 ## install: create .venv and install the project with every extra
 install: $(STAMP)
@@ -44,6 +45,14 @@ run-worker-chain-actions:
 	$(LAUNCH) exec worker-chain-actions
 run-scheduler:
 	$(LAUNCH) exec scheduler
+
+## compose-up: the production-shaped stack (compose/docker-compose.yml; needs docker and ./.env)
+compose-up:
+	@test -f .env || { echo "copy .env.example to .env and set its secrets first"; exit 1; }
+	docker compose --env-file .env -f compose/docker-compose.yml up -d --build
+
+compose-down:
+	docker compose --env-file .env -f compose/docker-compose.yml down
 
 print-commands:
 	@for p in $$($(LAUNCH) names); do echo "$$p: $$($(LAUNCH) command $$p)"; done
