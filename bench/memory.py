@@ -14,6 +14,7 @@ no growth after warm-up; "flat" here means growth under 5 % of the warm-up RSS.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from datetime import UTC, datetime
@@ -139,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=float, default=0.1, help="fraction of the jobs that is warm-up")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
+    # SIGTERM (a timeout, a CI cancel) unwinds like Ctrl-C: worker stopped, database dropped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = run(args)
     slope = result["slope_mb_per_10k_jobs"]
     print(

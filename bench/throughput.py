@@ -19,6 +19,7 @@ import argparse
 import os
 import platform
 import random
+import signal
 import sys
 import time
 from datetime import UTC, datetime
@@ -171,6 +172,8 @@ def _say(text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # SIGTERM (a timeout, a CI cancel) unwinds like Ctrl-C: workers stopped, database dropped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = run(args)
     print(render(result["median"], result["config"]))
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
