@@ -14,6 +14,7 @@ from shared.chain.address import to_checksum_address
 from shared.chain.indexer import sync_once
 from shared.chain.keeper import run_once
 from shared.jobs import runs
+from shared.observability.metrics import render
 from shared.outbox import relay_once
 from shared.runtime import Runtime
 from tests.chain.conftest import Workers
@@ -99,6 +100,17 @@ def test_a_full_round_is_drawn_projected_badged_and_paid(
     assert db.execute(
         "SELECT count(*) FROM keeper_actions WHERE outcome = 'draw_requested'"
     ).fetchone() == (1,)
+
+    exposed = render().decode()
+    for name in (
+        "jobfleet_indexer_lag_blocks",
+        "jobfleet_indexer_blocks_total",
+        "jobfleet_indexer_logs_total",
+        "jobfleet_indexer_reorgs_total",
+        'jobfleet_keeper_runs_total{outcome="draw_requested"}',
+        "jobfleet_keeper_lock_held",
+    ):
+        assert name in exposed, name
 
     # Indexing again from scratch changes nothing: projections are keyed by (tx_hash, log_index).
     db.execute("UPDATE chain_cursor SET block_number = 0, block_hash = NULL")

@@ -1,0 +1,60 @@
+"""The indexer's windows on anvil: an RPC failure mid-pass keeps every committed window and
+leaves no partial one; the next pass resumes from the cursor with no gap and no duplicate."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from scheduler import chain
+from shared.chain import devnet
+from shared.chain.client import ChainClient
+from shared.chain.errors import RpcUnavailable
+from shared.chain.indexer import sync_once
+from shared.runtime import Runtime
+from tests.chain.world import World
+
+
+class FlakyClient(ChainClient):
+    """Fails the `fail_on`-th eth_getLogs as a node that went away would."""
+
+    def __init__(self, inner: ChainClient, fail_on: int) -> None:
+        super().__init__(inner.w3, url=inner.url)
+        self.fail_on = fail_on
+        self.calls = 0
+
+    def request(self, method: str, params: list[Any]) -> Any:
+        if method == "eth_getLogs":
+            self.calls += 1
+            if self.calls == self.fail_on:
+                raise RpcUnavailable("eth_getLogs: ConnectionError")
+        return super().request(method, params)
+
+
+def test_an_rpc_error_mid_pass_is_retried_at_the_next_pass_without_gap_or_duplicate(
+    world: World, sched_runtime: Runtime, jobs: chain.ChainJobs, db: Any
+) -> None:
+    a = world.accounts
+    for i in range(6):
+        world.buy(a[1 + i % 3])
+        devnet.mine(world.client, 10)
+    small = dataclasses.replace(jobs.indexer, window=15)
+    flaky = FlakyClient(jobs.client, fail_on=3)
+
+    with pytest.raises(RpcUnavailable):
+        sync_once(flaky, sched_runtime.sessions, small, cancel=lambda j: "")
+    cursor = db.execute("SELECT block_number FROM chain_cursor").fetchone()[0]
+    assert cursor == small.start_block - 1 + 2 * small.window  # two windows committed
+    indexed = db.execute("SELECT max(block_number) FROM lottery_tickets").fetchone()[0]
+    assert indexed is not None and indexed <= cursor  # nothing of the failed window
+
+    done = sync_once(jobs.client, sched_runtime.sessions, small, cancel=lambda j: "")
+    assert done.cursor == world.client.block_number()
+    assert db.execute(
+        "SELECT count(*), count(DISTINCT (tx_hash, log_index)) FROM lottery_tickets"
+    ).fetchone() == (6, 6)
+    assert db.execute(
+        "SELECT count(*) FROM outbox_events WHERE job_name = 'chain:mint_badge'"
+    ).fetchone() == (3,)
