@@ -64,6 +64,12 @@ def boot_worker(domain: str, *, settings: Settings | None = None) -> FleetRedisB
     return broker
 
 
+def _stop(broker: FleetRedisBroker, writer: RunWriter) -> None:
+    """Acknowledge what is being made durable, then close the run writer."""
+    broker.acker.drain()
+    writer.close()
+
+
 def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
     """A broker with the fleet's worker middleware (tracking, retries, heartbeat, metrics)."""
     writer = RunWriter(
@@ -74,7 +80,7 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
     services = ProcessServices(
         service=service,
         make_server=lambda: health_server(settings, service, broker.client, sorted(catalog.QUEUES)),
-        on_stop=writer.close,
+        on_stop=lambda: _stop(broker, writer),
     )
     for middleware in (
         LogContext(),

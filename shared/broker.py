@@ -10,15 +10,26 @@ the worker's heartbeat even when all its threads are busy with long jobs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import dramatiq
 import redis
 from dramatiq.brokers.redis import RedisBroker
 
 from .config import Settings
+from .consumer import Acker, FleetRedisConsumer
 
 
 class FleetRedisBroker(RedisBroker):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        #: Acknowledges messages whose outcome is being made durable (see `shared/consumer.py`).
+        self.acker = Acker()
+
+    @property
+    def consumer_class(self) -> type[FleetRedisConsumer]:
+        return FleetRedisConsumer
+
     def _should_do_maintenance(self, command: str) -> int:
         # `qsize` is only issued by the heartbeat thread and the metrics collector.
         return int(command == "qsize")
@@ -42,7 +53,7 @@ def redis_client(url: str) -> redis.Redis:
 def build_broker(
     settings: Settings, *, middleware: Sequence[dramatiq.Middleware] = ()
 ) -> FleetRedisBroker:
-    return FleetRedisBroker(  # type: ignore[no-untyped-call]
+    return FleetRedisBroker(
         client=redis_client(settings.redis_url),
         namespace=settings.broker_namespace,
         heartbeat_timeout=settings.heartbeat_timeout_ms,

@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     outbox_batch: int = Field(default=100, description="Events claimed per relay pass")
     log_level: str = Field(default="INFO", description="Log level of every process")
     log_format: str = Field(default="json", description="json (production) or console (humans)")
+    log_completed_runs: bool = Field(
+        default=False,
+        description="Log a line per completed run (INFO); off: DEBUG (metrics and job_runs have them)",
+    )
     health_host: str = Field(default="127.0.0.1", description="Bind address of /health and /metrics")
     health_port: int = Field(default=0, description="Port of /health and /metrics (0: off unless set by the launcher)")
     metrics_token: str | None = Field(default=None, description="Bearer token required on /metrics when set")

@@ -43,7 +43,7 @@ class EnqueueGate:
         self.broker.emit_before("enqueue", message, delay_ms)
         full = f"{self.namespace}:{queue_name}"
         holder = self._script(
-            keys=[dedup_key(self.namespace, job_id), f"{full}.msgs", full],
+            keys=[dedup_key(self.namespace, job_id), f"{full}.msgs", full, f"{full}.wake"],
             args=[
                 message.message_id,
                 self.window_ms,

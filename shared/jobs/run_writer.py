@@ -170,6 +170,11 @@ class RunWriter:
         self, info: MessageInfo, max_attempts: int, timeout: float = 30
     ) -> Started | None:
         """RUNNING, unless the run is already COMPLETED, DEAD or CANCELED (then None)."""
+        result: Started | None = self.submit_start(info, max_attempts).result(timeout)
+        return result
+
+    def submit_start(self, info: MessageInfo, max_attempts: int) -> _Waiter:
+        """`start_run` without waiting: `.result(timeout)` gives the `Started` (or None)."""
         row = {
             "o": info.org_id,
             "n": info.job_name,
@@ -183,8 +188,7 @@ class RunWriter:
             "rq": info.request_id,
             "m": info.message_id,
         }
-        result: Started | None = self._fast.submit("start", row).result(timeout)
-        return result
+        return self._fast.submit("start", row)
 
     def record_queued(self, row: dict[str, Any]) -> None:
         """Fire and forget: the QUEUED row of a message that Redis already holds (keys of
@@ -197,6 +201,10 @@ class RunWriter:
 
     def finish_run(self, finish: Finish, timeout: float = 30) -> None:
         """Record an outcome; returns once it is durable (terminal) or written (non-terminal)."""
+        self.submit_finish(finish).result(timeout)
+
+    def submit_finish(self, finish: Finish) -> _Waiter:
+        """Hand an outcome over without waiting; `.result(timeout)` waits (raises on failure)."""
         row = {
             "j": finish.job_id,
             "s": finish.status,
@@ -207,7 +215,7 @@ class RunWriter:
             "fin": finish.terminal,
         }
         lane = self._durable if finish.terminal else self._fast
-        lane.submit("finish", row).result(timeout)
+        return lane.submit("finish", row)
 
     def progress(
         self, job_id: str, done: int, total: int, checkpoint: Any, timeout: float = 30

@@ -155,9 +155,18 @@ class Tracking(Middleware):
             error=outcome.error,
             next_retry_at=outcome.next_retry_at(datetime.now(UTC)),
         )
-        self._record(broker, message, finish)
+        if finish.terminal and getattr(broker, "acker", None) is not None:
+            # Don't hold the worker thread: the fleet consumer acks once this is durable.
+            message.fleet_durable = _PendingOutcome(self, broker, message, finish)
+        else:
+            self._record(broker, message, finish)
+        level = _LEVELS.get(outcome.status, 20)
+        if outcome.status == "COMPLETED" and not self.settings.log_completed_runs:
+            # Counted by the metrics and recorded in job_runs; a JSON line per job costs ~15 %
+            # of a busy worker's time (bench/README.md). Failures always log.
+            level = 10
         log.log(
-            _LEVELS.get(outcome.status, 20),
+            level,
             "run.finished",
             status=outcome.status,
             error_code=outcome.error_code,
@@ -165,27 +174,38 @@ class Tracking(Middleware):
             duration_ms=round((time.monotonic() - message.fleet_started) * 1000, 2),
         )
 
-    def _record(self, broker: dramatiq.Broker, message: Any, finish: Finish) -> None:
+    def _record(
+        self, broker: dramatiq.Broker, message: Any, finish: Finish, *, deferred: bool = False
+    ) -> bool:
+        """Make `finish` durable, retrying for `FINISH_PATIENCE_S`; if it cannot be, hand the
+        message back rather than acknowledge an unrecorded run (at least once; handlers are
+        idempotent). True when the message may be acknowledged."""
         deadline = time.monotonic() + FINISH_PATIENCE_S
         delay = 0.2
         while True:
             try:
                 self.writer.finish_run(finish)
-                return
+                return True
             except Exception as exc:
                 if time.monotonic() + delay > deadline:
-                    # The outcome cannot be made durable: hand the message back rather than
-                    # acknowledge an unrecorded run (at least once; handlers are idempotent).
                     log.critical("run.outcome_not_recorded", job_id=finish.job_id, error=str(exc))
-                    if finish.status in ("COMPLETED", "DEAD", "CANCELED"):
-                        self._requeue(broker, message, TRACKING_DOWN_DELAY_MS, attempt=None)
-                    return
+                    if finish.terminal:
+                        return self._requeue(
+                            broker, message, TRACKING_DOWN_DELAY_MS, attempt=None, nack=not deferred
+                        )
+                    return True
                 log.warning("run.outcome_retry", job_id=finish.job_id, error=str(exc))
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
     def _requeue(
-        self, broker: dramatiq.Broker, message: Any, delay_ms: int, *, attempt: int | None
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        delay_ms: int,
+        *,
+        attempt: int | None,
+        nack: bool = True,
     ) -> bool:
         options = {} if attempt is None else {"attempt": attempt}
         try:
@@ -196,8 +216,31 @@ class Tracking(Middleware):
         except Exception as exc:
             # Nack: the message stays in Redis's dead-letter set rather than vanish on ack.
             log.critical("run.requeue_failed", job_id=message.options.get("job_id"), error=str(exc))
-            message.fail()
+            if nack:
+                message.fail()
             return False
+
+
+class _PendingOutcome:
+    """A terminal outcome handed to the durable lane; the fleet consumer's acker calls `wait`."""
+
+    def __init__(
+        self, tracking: Tracking, broker: dramatiq.Broker, message: Any, finish: Finish
+    ) -> None:
+        self.tracking = tracking
+        self.broker = broker
+        self.message = message
+        self.finish = finish
+        self.waiter = tracking.writer.submit_finish(finish)
+
+    def wait(self, timeout: float) -> bool:
+        """True once the outcome is durable (or the message was handed back): ack it."""
+        try:
+            self.waiter.result(timeout)
+            return True
+        except Exception as exc:
+            log.warning("run.outcome_retry", job_id=self.finish.job_id, error=str(exc))
+        return self.tracking._record(self.broker, self.message, self.finish, deferred=True)
 
 
 EXPECTED_FAILURES = (PermanentError, AlreadyDone, RetryLater)

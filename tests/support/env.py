@@ -23,6 +23,7 @@ def test_env() -> dict[str, str]:
         "BROKER_NAMESPACE": f"jftest-{SESSION}",
         "LOG_FORMAT": "json",
         "LOG_LEVEL": "INFO",
+        "LOG_COMPLETED_RUNS": "true",  # tests read the run.finished lines
         "HEARTBEAT_TIMEOUT_MS": "3000",
         "HEARTBEAT_INTERVAL_MS": "500",
         "RETRIES": '{"testq": {"max_attempts": 3, "min_backoff_ms": 100, "max_backoff_ms": 1000}}',

@@ -1,0 +1,97 @@
+"""The fleet consumer: deferred acknowledgements and wake-up on send (shared/consumer.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import dramatiq
+
+from shared.broker import build_broker
+from shared.consumer import FleetRedisConsumer
+from tests.support.jobs import ECHO
+
+
+def _fetch(consumer: FleetRedisConsumer):
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        message = next(consumer)
+        if message is not None:
+            return message
+    raise AssertionError("no message fetched")
+
+
+class _Durable:
+    def __init__(self, answer: bool) -> None:
+        self.released = threading.Event()
+        self.answer = answer
+
+    def wait(self, timeout: float) -> bool:
+        self.released.wait(timeout)
+        return self.answer
+
+
+def _unacked(broker, queue: str) -> int:
+    return broker.client.scard(f"{broker.namespace}:__acks__.{broker.broker_id}.{queue}")
+
+
+def test_a_message_is_acknowledged_only_once_its_outcome_is_durable(runtime, settings) -> None:
+    broker = build_broker(settings)
+    broker.declare_queue("testq")
+    broker.enqueue(
+        dramatiq.Message(
+            queue_name="testq", actor_name="test:echo", args=({},), kwargs={}, options={}
+        )
+    )
+    consumer = broker.consume("testq", prefetch=1, timeout=50)
+    message = _fetch(consumer)
+    durable = _Durable(answer=True)
+    message.fleet_durable = durable
+
+    consumer.ack(message)  # returns at once: the worker thread is free
+    assert _unacked(broker, "testq") == 1
+
+    durable.released.set()
+    assert broker.acker.drain(5)
+    assert _unacked(broker, "testq") == 0
+
+
+def test_an_outcome_that_cannot_be_made_durable_leaves_the_message_unacknowledged(
+    runtime, settings
+) -> None:
+    broker = build_broker(settings)
+    broker.declare_queue("testq")
+    broker.enqueue(
+        dramatiq.Message(
+            queue_name="testq", actor_name="test:echo", args=({},), kwargs={}, options={}
+        )
+    )
+    consumer = broker.consume("testq", prefetch=1, timeout=50)
+    message = _fetch(consumer)
+    durable = _Durable(answer=False)
+    durable.released.set()
+    message.fleet_durable = durable
+
+    consumer.ack(message)
+    assert broker.acker.drain(5)
+    assert _unacked(broker, "testq") == 1  # redelivered when this worker is gone
+
+
+def test_an_idle_consumer_is_woken_by_a_send_before_its_back_off_ends(runtime, settings) -> None:
+    broker = build_broker(settings)
+    broker.declare_queue("testq")
+    consumer = broker.consume("testq", prefetch=1, timeout=5_000)
+    sender = threading.Timer(
+        0.2,
+        lambda: ECHO.send(
+            {"org_id": str(uuid.uuid4()), "entity_id": str(uuid.uuid4()), "message": "wake"}
+        ),
+    )
+    sender.start()
+    started = time.monotonic()
+    consumer._idle_wait(5_000)  # would sleep 5 s without a wake-up
+    waited = time.monotonic() - started
+    sender.join()
+    assert waited < 2.5, f"woke after {waited:.2f}s"
+    assert _fetch(consumer) is not None
