@@ -146,6 +146,9 @@ class FleetRedisConsumer(_RedisConsumer):
         if durable is None:
             super().ack(message)  # type: ignore[no-untyped-call]
             return
+        # Its processing is over: it no longer counts against the prefetch (as with an
+        # immediate ack), so the consumer keeps its threads fed while the ack waits.
+        self.queued_message_ids.discard(message.message_id)
         self.broker.acker.submit(self, message, durable)
 
     def __next__(self) -> MessageProxy | None:
