@@ -86,7 +86,7 @@ class Settings(BaseSettings):
         default=60.0, description="How long `make run` waits for every process to answer /health/ready"
     )
     outbox_relay_interval_ms: int = Field(default=1_000, description="Period of the scheduler's outbox relay pass")
-    scheduler_threads: int = Field(default=4, description="Size of the scheduler's one thread pool")
+    scheduler_threads: int = Field(default=6, description="Size of the scheduler's one thread pool")
 
     # --- chain: EVM client, transactions, wallets (issue 4; used by chain-actions and scheduler) ---
     chain_rpc_url: str = Field(default="http://127.0.0.1:8545", description="JSON-RPC endpoint of the EVM node")

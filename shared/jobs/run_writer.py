@@ -47,6 +47,8 @@ ON CONFLICT (job_id) DO UPDATE
        message_id = EXCLUDED.message_id, started_at = now(), finished_at = NULL,
        next_retry_at = NULL
  WHERE r.status IN ('QUEUED', 'RUNNING', 'FAILED')
+    -- A CANCELED run sent again (a new message id) starts; the canceled delivery does not.
+    OR (r.status = 'CANCELED' AND r.message_id IS DISTINCT FROM EXCLUDED.message_id)
 RETURNING r.job_id, r.checkpoint, r.cancel_requested
 """
 QUEUED_MANY = """
@@ -55,7 +57,12 @@ INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, enti
 SELECT o, n, j, q, 'QUEUED', et, e, p, 0, r, m, to_timestamp(t)
   FROM json_to_recordset(%s::json)
        AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, r text, m text, t float8)
-ON CONFLICT (job_id) DO NOTHING
+ON CONFLICT (job_id) DO UPDATE
+   SET status = 'QUEUED', payload = EXCLUDED.payload, request_id = EXCLUDED.request_id,
+       message_id = EXCLUDED.message_id, queued_at = EXCLUDED.queued_at, attempt = 0,
+       cancel_requested = FALSE, error_code = NULL, error = NULL, result = NULL,
+       started_at = NULL, finished_at = NULL
+ WHERE job_runs.status = 'CANCELED'
 """
 FINISH_MANY = """
 UPDATE job_runs AS r
@@ -365,7 +372,9 @@ class _Lane:
         for op in batch:
             by_kind.setdefault(op.kind, []).append(op)
         if "queued" in by_kind:
-            conn.execute(QUEUED_MANY, (_rows(by_kind["queued"]),))
+            # One row per job id (ON CONFLICT DO UPDATE may touch a row once per statement).
+            queued = list({op.params["j"]: op for op in by_kind["queued"]}.values())
+            conn.execute(QUEUED_MANY, (_rows(queued),))
         if "finish" in by_kind:
             conn.execute(FINISH_MANY, (_rows(by_kind["finish"]),))
         if "start" in by_kind:

@@ -114,10 +114,14 @@ def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) 
                 "error_code = 'CANCELED', error = 'canceled by an operator' WHERE job_id = %s",
                 (job_id,),
             )
-            return "CANCELED"
-        if status == "RUNNING":
+        elif status == "RUNNING":
             conn.execute("UPDATE job_runs SET cancel_requested = TRUE WHERE job_id = %s", (job_id,))
             return "CANCEL_REQUESTED"
-        raise InvalidState(
-            f"{job_id} is {status}; only QUEUED, FAILED or RUNNING runs can be canceled"
-        )
+        else:
+            raise InvalidState(
+                f"{job_id} is {status}; only QUEUED, FAILED or RUNNING runs can be canceled"
+            )
+    # A canceled job may be sent again (DESIGN §2: only queued, running or completed ids are
+    # duplicates): release its id.
+    runtime.sender.gate.forget([job_id])
+    return "CANCELED"

@@ -22,6 +22,7 @@ from ..config import RetryPolicy, Settings
 from ..errors import AlreadyDone, PermanentError, RetryLater
 from ..jobs import catalog
 from ..jobs.context import JobContext, set_current_job
+from ..jobs.gate import dedup_key
 from ..jobs.message import MessageInfo, message_info
 from ..jobs.outcome import Outcome, decide
 from ..jobs.run_writer import Finish, RunWriter
@@ -155,6 +156,8 @@ class Tracking(Middleware):
             error=outcome.error,
             next_retry_at=outcome.next_retry_at(datetime.now(UTC)),
         )
+        if outcome.status == "CANCELED":
+            self._release_job_id(broker, info.job_id)
         if finish.terminal and getattr(broker, "acker", None) is not None:
             # Don't hold the worker thread: the fleet consumer acks once this is durable.
             message.fleet_durable = _PendingOutcome(self, broker, message, finish)
@@ -197,6 +200,13 @@ class Tracking(Middleware):
                 log.warning("run.outcome_retry", job_id=finish.job_id, error=str(exc))
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    def _release_job_id(self, broker: dramatiq.Broker, job_id: str) -> None:
+        """A canceled job may be sent again (DESIGN §2): release its id in the gate."""
+        try:
+            broker.client.delete(dedup_key(broker.namespace, job_id))  # type: ignore[attr-defined]
+        except Exception as exc:  # it expires with the dedup window all the same
+            log.warning("run.job_id_not_released", job_id=job_id, error=str(exc))
 
     def _requeue(
         self,
