@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
@@ -116,7 +117,11 @@ class Contract(Generic[P]):
     def latest(self) -> type[P]:
         return self.versions[-1]  # type: ignore[return-value]
 
-    @property
+    @cached_property
+    def latest_version(self) -> int:
+        return self.version_of(self.latest)
+
+    @cached_property
     def by_version(self) -> dict[int, type[Payload]]:
         return {self.version_of(m): m for m in self.versions}
 
@@ -130,7 +135,7 @@ class Contract(Generic[P]):
                 )
             payload = payload.wire()
         data = dict(payload)
-        data.setdefault("v", self.version_of(self.latest))
+        data.setdefault("v", self.latest_version)
         try:
             return self._upgrade(data)
         except ValidationError as exc:
@@ -158,7 +163,7 @@ class Contract(Generic[P]):
         if not isinstance(version, int) or isinstance(version, bool) or version not in models:
             raise _UnknownVersion(f"unknown version {version!r}; accepted: {sorted(models)}")
         model = models[version].model_validate(data)
-        latest = self.version_of(self.latest)
+        latest = self.latest_version
         while version < latest:
             data = self.upgrades[version](model.wire())
             version += 1
