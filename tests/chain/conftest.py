@@ -5,9 +5,7 @@ deployed once and restored from an EVM snapshot before each test, wallets sealed
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,10 +25,9 @@ from shared.chain.wallets import EMBEDDED, OPERATOR, store_wallet
 from shared.config import Settings
 from shared.runtime import Runtime
 from tests.support.env import test_env
+from tests.support.procs import ProcessGroup
 
 from .world import KEK_A, MIN_PLAYERS, ROUND_S, TICKET, World, keyring
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
@@ -130,53 +127,15 @@ def deps(chain_runtime: Runtime) -> Any:
     return services.build(chain_runtime)
 
 
-class Workers:
+class Workers(ProcessGroup):
     """`dramatiq workers.chain_actions` processes of this session; logs kept for inspection."""
 
     def __init__(self, tmp: Path, env: dict[str, str]) -> None:
-        self.tmp = tmp
-        self.env = env
-        self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+        super().__init__(tmp, env, name="worker")
 
     def start(self, *, threads: int = 2, **extra: str) -> subprocess.Popen[bytes]:
-        log = self.tmp / f"worker-{len(self.procs)}.log"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "dramatiq",
-                "workers.chain_actions",
-                "--processes",
-                "1",
-                "--threads",
-                str(threads),
-            ],
-            cwd=ROOT,
-            env={**os.environ, **self.env, **extra},
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.procs.append((proc, log))
-        return proc
-
-    def kill(self, proc: subprocess.Popen[bytes]) -> None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-    def logs(self) -> str:
-        return "\n".join(log.read_text(errors="replace") for _, log in self.procs if log.exists())
-
-    def stop_all(self) -> None:
-        for proc, _ in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc, _ in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        argv = [sys.executable, "-m", "dramatiq", "workers.chain_actions", "--processes", "1"]
+        return self.spawn([*argv, "--threads", str(threads)], **extra)
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ index with no confirmations and keep a per-session keeper lock, and its chain co
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,8 +19,7 @@ from shared.runtime import Runtime
 from tests.chain import conftest as chain_fixtures
 from tests.chain.conftest import Workers, chain_env
 from tests.chain.world import World
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.procs import ProcessGroup
 
 # The chain's fixtures, reused (one anvil per session, a snapshot per test), not redefined.
 anvil = chain_fixtures.anvil
@@ -71,44 +68,14 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-class Schedulers:
+class Schedulers(ProcessGroup):
     """`python -m scheduler` processes of this session (killed by process group at the end)."""
 
     def __init__(self, tmp: Path, env: dict[str, str]) -> None:
-        self.tmp = tmp
-        self.env = env
-        self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+        super().__init__(tmp, env, name="scheduler")
 
     def start(self, **extra: str) -> subprocess.Popen[bytes]:
-        log = self.tmp / f"scheduler-{len(self.procs)}.log"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "scheduler"],
-            cwd=ROOT,
-            env={**os.environ, **self.env, **extra},
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.procs.append((proc, log))
-        return proc
-
-    def kill(self, proc: subprocess.Popen[bytes]) -> None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-    def logs(self) -> str:
-        return "\n".join(log.read_text(errors="replace") for _, log in self.procs if log.exists())
-
-    def stop_all(self) -> None:
-        for proc, _ in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc, _ in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        return self.spawn([sys.executable, "-m", "scheduler"], **extra)
 
 
 @pytest.fixture

@@ -205,3 +205,45 @@ def wait_exit(proc: Proc, timeout: float) -> tuple[int, float]:
     t0 = time.monotonic()
     code = proc.wait(timeout)
     return code, time.monotonic() - t0
+
+
+class ProcessGroup:
+    """Processes of one kind a test starts (each in its own session, logs kept for inspection);
+    `stop_all` ends them by process group, SIGKILL after 15 s."""
+
+    def __init__(self, tmp: Path, env: Mapping[str, str], *, name: str) -> None:
+        self.tmp = tmp
+        self.env = dict(env)
+        self.name = name
+        self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+    def spawn(self, argv: Sequence[str], **extra_env: str) -> subprocess.Popen[bytes]:
+        log = self.tmp / f"{self.name}-{len(self.procs)}.log"
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=Path(__file__).resolve().parents[2],
+            env={**os.environ, **self.env, **extra_env},
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs.append((proc, log))
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(log.read_text(errors="replace") for _, log in self.procs if log.exists())
+
+    def stop_all(self) -> None:
+        for proc, _ in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, _ in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
