@@ -96,6 +96,10 @@ class Acker:
             except Exception:  # never let one batch stop the acks of the others
                 log.exception("run.ack_failed", messages=len(batch))
             finally:
+                # message.fleet_durable -> outcome -> message is a reference cycle: break it so
+                # each message is freed at once rather than at the next full collection.
+                for _, message, _ in batch:
+                    message.fleet_durable = None
                 with self._idle:
                     self._pending -= len(batch)
                     self._idle.notify_all()
