@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import io
-
-import pypdfium2 as pdfium
 from fpdf import FPDF
 from fpdf.enums import EncryptionMethod
+
+# The demo's sample documents, re-exported for the tests (one generator for both).
+from shared.cli.demo_documents import scanned_pdf, text_pdf
+
+__all__ = ["scanned_pdf", "text_pdf"]
 
 INVOICE_FR = """ACME Conseil SARL
 12 rue de la Paix, 75002 Paris
@@ -40,32 +42,6 @@ Please pay by bank transfer to IBAN GB82 WEST 1234 5698 7654 32"""
 SCAN_FR = """FACTURE N° SCAN-2024-7
 Date : 05/02/2024
 Total TTC : 360,00 EUR"""
-
-
-def text_pdf(pages: list[str]) -> bytes:
-    """A born-digital PDF (Helvetica, cp1252 for € and accents), one string per page."""
-    pdf = FPDF()
-    pdf.core_fonts_encoding = "windows-1252"
-    pdf.set_font("Helvetica", size=12)
-    for text in pages:
-        pdf.add_page()
-        pdf.multi_cell(0, 7, text)
-    return bytes(pdf.output())
-
-
-def scanned_pdf(text: str, dpi: int = 200) -> bytes:
-    """A one-page PDF whose only content is an image of `text` (no text layer), like a scan."""
-    source = pdfium.PdfDocument(text_pdf([text]))
-    try:
-        image = source[0].render(scale=dpi / 72, grayscale=True).to_pil()
-    finally:
-        source.close()
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    pdf = FPDF()
-    pdf.add_page()
-    pdf.image(io.BytesIO(buffer.getvalue()), x=0, y=0, w=210, h=297)
-    return bytes(pdf.output())
 
 
 def encrypted_pdf() -> bytes:
