@@ -15,6 +15,7 @@ os.environ.update(test_env())
 
 from shared.config import Settings, get_settings
 from shared.runtime import Runtime, set_runtime
+from tests.support.inprocess import InProcessWorker, started_workers
 
 
 @pytest.fixture(scope="session")
@@ -73,35 +74,17 @@ def db(database: str) -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-class FleetWorker:
+class FleetWorker(InProcessWorker):
     """An in-process worker with the fleet's middleware, consuming `testq` on real Redis."""
 
     def __init__(self, settings: Settings) -> None:
-        import dramatiq
-
-        from shared.bootstrap import worker_broker
         from tests.support.jobs import bind
 
-        self.broker = worker_broker(settings, "test")
-        self.jobs = bind(self.broker)
-        self.runtime = Runtime(settings, broker=self.broker)
-        self.worker = dramatiq.Worker(self.broker, worker_threads=4, worker_timeout=50)
-
-    def start(self) -> FleetWorker:
-        self.worker.start()
-        return self
-
-    def stop(self) -> None:
-        self.worker.stop()
-        self.runtime.close()
+        super().__init__(settings, service="test", bind=bind)
 
 
 @pytest.fixture
 def fleet(runtime: Runtime, settings: Settings) -> Iterator[FleetWorker]:
     """An in-process worker whose runtime is installed (so `.send()` goes to real Redis)."""
-    worker = FleetWorker(settings)
-    previous = set_runtime(worker.runtime)
-    worker.start()
-    yield worker
-    worker.stop()
-    set_runtime(previous)
+    with started_workers() as start:
+        yield start(FleetWorker(settings))

@@ -4,13 +4,13 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import dramatiq
 import pytest
 
 from shared.config import RetryPolicy, Settings
 from shared.jobs import catalog
 from shared.jobs.send import SendResult
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
+from tests.support.inprocess import InProcessWorker, started_workers
 from tests.support.wait import wait_for
 from tests.workers.ai.fake_openai import FakeOpenAI
 from workers.ai import actors
@@ -48,48 +48,26 @@ def ai_settings(settings: Settings, url: str, **overrides: Any) -> Settings:
     return settings.model_copy(update=update)
 
 
-class AiWorker:
+class AiWorker(InProcessWorker):
     """An in-process ai worker (fleet middleware, real Redis and Postgres) on the `ai` queue."""
 
     def __init__(self, settings: Settings) -> None:
-        from shared.bootstrap import worker_broker
-
-        self.settings = settings
-        self.broker = worker_broker(settings, "test-ai")
-        self.jobs = actors.bind(self.broker)
-        self.runtime = Runtime(settings, broker=self.broker)
+        super().__init__(settings, service="test-ai", bind=actors.bind, queues={"ai"})
         self.ai: Ai = build_ai(self.runtime)
-        self.worker = dramatiq.Worker(
-            self.broker, queues={"ai"}, worker_threads=4, worker_timeout=50
-        )
 
     def stop(self) -> None:
-        self.worker.stop()
+        super().stop()
         self.ai.close()
-        self.runtime.close()
 
 
 @pytest.fixture
 def make_ai_worker(
     runtime: Runtime, settings: Settings, fake_ai: FakeOpenAI
 ) -> Iterator[Callable[..., AiWorker]]:
-    started: list[AiWorker] = []
-    previous: list[Runtime | None] = []
-
-    def make(**overrides: Any) -> AiWorker:
-        worker = AiWorker(ai_settings(settings, fake_ai.url, **overrides))
-        previous.append(set_runtime(worker.runtime))
-        set_ai(worker.ai)
-        worker.worker.start()
-        started.append(worker)
-        return worker
-
-    yield make
-    for worker in started:
-        worker.stop()
-    set_ai(None)
-    if previous:
-        set_runtime(previous[0])
+    with started_workers(
+        install=lambda worker: set_ai(worker.ai), uninstall=lambda: set_ai(None)
+    ) as start:
+        yield lambda **overrides: start(AiWorker(ai_settings(settings, fake_ai.url, **overrides)))
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import dramatiq
 import psycopg
 import pytest
 
@@ -13,7 +12,8 @@ from shared.config import RetryPolicy, Settings
 from shared.contracts.doc import DocIngestV1
 from shared.jobs import catalog
 from shared.jobs.send import SendResult
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
+from tests.support.inprocess import InProcessWorker, started_workers
 from tests.support.wait import wait_for
 from workers.doc import actors
 from workers.doc.source import Upload, upload
@@ -35,24 +35,12 @@ def doc_settings(settings: Settings, storage_root: Path, **extra: Any) -> Settin
     )
 
 
-class DocWorker:
+class DocWorker(InProcessWorker):
     """An in-process doc worker (fleet middleware, real Redis and Postgres) on queue `doc`."""
 
     def __init__(self, settings: Settings, **overrides: Any) -> None:
-        from shared.bootstrap import worker_broker
-
-        self.settings = settings
-        self.broker = worker_broker(settings, "test-doc")
-        self.jobs = actors.bind(self.broker)
-        self.runtime = Runtime(settings, broker=self.broker)
+        super().__init__(settings, service="test-doc", bind=actors.bind, queues={"doc"})
         self.services: DocServices = build_services(self.runtime, **overrides)
-        self.worker = dramatiq.Worker(
-            self.broker, queues={"doc"}, worker_threads=4, worker_timeout=50
-        )
-
-    def stop(self) -> None:
-        self.worker.stop()
-        self.runtime.close()
 
     # -- what a test does with it ---------------------------------------------------------
 
@@ -134,25 +122,17 @@ def make_doc_worker(
     runtime: Runtime, settings: Settings, tmp_path: Path
 ) -> Iterator[Callable[..., DocWorker]]:
     """Start a doc worker with settings overrides (`settings=`) and service overrides."""
-    started: list[DocWorker] = []
-    previous: list[Runtime | None] = []
+    with started_workers(
+        install=lambda worker: set_services(worker.services), uninstall=lambda: set_services(None)
+    ) as start:
 
-    def make(settings_extra: dict[str, Any] | None = None, **overrides: Any) -> DocWorker:
-        worker = DocWorker(
-            doc_settings(settings, tmp_path / "storage", **(settings_extra or {})), **overrides
-        )
-        previous.append(set_runtime(worker.runtime))
-        set_services(worker.services)
-        worker.worker.start()
-        started.append(worker)
-        return worker
+        def make(settings_extra: dict[str, Any] | None = None, **overrides: Any) -> DocWorker:
+            extra = settings_extra or {}
+            return start(
+                DocWorker(doc_settings(settings, tmp_path / "storage", **extra), **overrides)
+            )
 
-    yield make
-    for worker in started:
-        worker.stop()
-    set_services(None)
-    if previous:
-        set_runtime(previous[0])
+        yield make
 
 
 @pytest.fixture

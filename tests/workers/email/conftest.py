@@ -7,12 +7,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import dramatiq
 import pytest
 
 from shared.config import RetryPolicy, Settings
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
 from tests.support.env import test_env
+from tests.support.inprocess import InProcessWorker, started_workers
 from tests.support.wait import wait_for
 from workers.email import actors
 from workers.email.sink import InboxItem, read_inbox
@@ -79,46 +79,21 @@ def email_settings(settings: Settings, port: int) -> Settings:
     )
 
 
-class EmailWorker:
+class EmailWorker(InProcessWorker):
     """An in-process email worker (fleet middleware, real Redis) consuming the `email` queue."""
 
     def __init__(self, settings: Settings) -> None:
-        from shared.bootstrap import worker_broker
-
-        self.settings = settings
-        self.broker = worker_broker(settings, "test-email")
-        self.jobs = actors.bind(self.broker)
-        self.runtime = Runtime(settings, broker=self.broker)
+        super().__init__(settings, service="test-email", bind=actors.bind, queues={"email"})
         self.mailer: Mailer = build_mailer(self.runtime)
-        self.worker = dramatiq.Worker(
-            self.broker, queues={"email"}, worker_threads=4, worker_timeout=50
-        )
-
-    def stop(self) -> None:
-        self.worker.stop()
-        self.runtime.close()
 
 
 @pytest.fixture
 def make_email_worker(runtime: Runtime, settings: Settings) -> Iterator[object]:
     """Start an email worker talking to SMTP on `port`; stopped (and globals restored) after."""
-    started: list[EmailWorker] = []
-    previous_runtime: list[Runtime | None] = []
-
-    def make(port: int) -> EmailWorker:
-        worker = EmailWorker(email_settings(settings, port))
-        previous_runtime.append(set_runtime(worker.runtime))
-        set_mailer(worker.mailer)
-        worker.worker.start()
-        started.append(worker)
-        return worker
-
-    yield make
-    for worker in started:
-        worker.stop()
-    set_mailer(None)
-    if previous_runtime:
-        set_runtime(previous_runtime[0])
+    with started_workers(
+        install=lambda worker: set_mailer(worker.mailer), uninstall=lambda: set_mailer(None)
+    ) as start:
+        yield lambda port: start(EmailWorker(email_settings(settings, port)))
 
 
 @pytest.fixture

@@ -6,15 +6,15 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import dramatiq
 import psycopg
 import pytest
 
 from shared.config import RetryPolicy, Settings
 from shared.jobs.context import JobContext
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
 from shared.storage.backends.local import LocalBackend
 from shared.storage.backends.s3 import S3Backend
+from tests.support.inprocess import InProcessWorker, started_workers
 from tests.workers.export.s3_server import S3Server
 from workers.export import actors
 from workers.export.wiring import Exporter, build_exporter, set_exporter
@@ -100,23 +100,14 @@ def seed_ledger(
     )
 
 
-class ExportWorker:
+class ExportWorker(InProcessWorker):
     """An in-process export worker (fleet middleware, real Redis) consuming the `export` queue."""
 
     def __init__(self, settings: Settings, **exporter: Any) -> None:
-        from shared.bootstrap import worker_broker
-
-        self.broker = worker_broker(settings, "test-export")
-        self.jobs = actors.bind(self.broker)
-        self.runtime = Runtime(settings, broker=self.broker)
-        self.exporter: Exporter = build_exporter(self.runtime, **exporter)
-        self.worker = dramatiq.Worker(
-            self.broker, queues={"export"}, worker_threads=2, worker_timeout=50
+        super().__init__(
+            settings, service="test-export", bind=actors.bind, queues={"export"}, threads=2
         )
-
-    def stop(self) -> None:
-        self.worker.stop()
-        self.runtime.close()
+        self.exporter: Exporter = build_exporter(self.runtime, **exporter)
 
 
 @pytest.fixture
@@ -131,11 +122,7 @@ def export_worker(
             }
         }
     )
-    worker = ExportWorker(fast, storage=local_storage)
-    previous = set_runtime(worker.runtime)
-    set_exporter(worker.exporter)
-    worker.worker.start()
-    yield worker
-    worker.stop()
-    set_exporter(None)
-    set_runtime(previous)
+    with started_workers(
+        install=lambda worker: set_exporter(worker.exporter), uninstall=lambda: set_exporter(None)
+    ) as start:
+        yield start(ExportWorker(fast, storage=local_storage))
