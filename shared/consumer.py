@@ -36,6 +36,12 @@ log = structlog.get_logger("jobfleet.consumer")
 DURABLE_TIMEOUT_S = 60.0
 #: Most messages acknowledged in one Redis round trip.
 ACK_BATCH_MAX = 256
+#: Most finished messages a process holds while their outcomes are made durable. Past it, its
+#: consumers stop fetching until the run store catches up: a slow Postgres slows the workers
+#: down instead of piling up unacknowledged messages (and memory) without bound.
+ACK_BACKLOG_MAX = 1_024
+#: Longest a consumer waits for room in a full backlog before its worker loop checks in again.
+BACKLOG_WAIT_S = 0.1
 
 
 def wake_key(namespace: str, queue_name: str) -> str:
@@ -45,7 +51,8 @@ def wake_key(namespace: str, queue_name: str) -> str:
 class Acker:
     """Acknowledges messages once their outcome is durable, in one thread per process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, backlog_max: int = ACK_BACKLOG_MAX) -> None:
+        self.backlog_max = backlog_max
         self._queue: queue.SimpleQueue[tuple[Any, Any, Any] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -61,6 +68,19 @@ class Acker:
                 self._thread.start()
             self._pending += 1
         self._queue.put((consumer, message, durable))
+
+    @property
+    def pending(self) -> int:
+        """Messages submitted and not yet acknowledged (or handed back)."""
+        return self._pending
+
+    def has_room(self) -> bool:
+        return self._pending < self.backlog_max
+
+    def wait_for_room(self, timeout: float) -> bool:
+        """Wait until the backlog is below `backlog_max`; False on timeout."""
+        with self._idle:
+            return self._idle.wait_for(self.has_room, timeout)
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until every submitted message is acknowledged (or handed back)."""
@@ -168,6 +188,10 @@ class FleetRedisConsumer(_RedisConsumer):
                     return MessageProxy(message)
                 except IndexError:
                     messages = []
+                    if not self.broker.acker.has_room():
+                        # Back-pressure: wait for the run store, not counted as an idle miss.
+                        self.broker.acker.wait_for_room(BACKLOG_WAIT_S)
+                        return None
                     if self.outstanding_message_count < self.prefetch:
                         self.message_cache = messages = self.broker.do_fetch(
                             self.queue_name, self.prefetch - self.outstanding_message_count

@@ -95,3 +95,33 @@ def test_an_idle_consumer_is_woken_by_a_send_before_its_back_off_ends(runtime, s
     sender.join()
     assert waited < 2.5, f"woke after {waited:.2f}s"
     assert _fetch(consumer) is not None
+
+
+def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
+    runtime, settings
+) -> None:
+    """Outcomes not yet durable are bounded: a slow Postgres slows the consumer down rather
+    than pile up finished messages (and memory) without limit."""
+    broker = build_broker(settings)
+    broker.acker.backlog_max = 1
+    broker.declare_queue("testq")
+    for n in range(2):
+        broker.enqueue(
+            dramatiq.Message(
+                queue_name="testq", actor_name="test:echo", args=({"n": n},), kwargs={}, options={}
+            )
+        )
+    consumer = broker.consume("testq", prefetch=1, timeout=50)
+    first = _fetch(consumer)
+    durable = _Durable(answer=True)
+    first.fleet_durable = durable
+    consumer.ack(first)  # the backlog is full until this outcome is durable
+
+    for _ in range(5):
+        assert next(consumer) is None
+    assert _unacked(broker, "testq") == 1  # the second message was not fetched
+    assert broker.client.llen(f"{broker.namespace}:testq") == 1
+
+    durable.released.set()
+    second = _fetch(consumer)
+    assert second.args == ({"n": 1},)
