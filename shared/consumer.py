@@ -205,6 +205,21 @@ class FleetRedisConsumer(_RedisConsumer):
         except redis.ConnectionError as e:
             raise ConnectionClosed(e) from None  # type: ignore[no-untyped-call]
 
+    def close(self) -> None:
+        """Hand back the messages fetched but never given to a worker thread: Dramatiq leaves
+        them in this worker's unacknowledged set, where they wait for the heartbeat
+        maintenance to declare the worker dead (~5 s) before anyone else can run them."""
+        cached = [data for data in self.message_cache if data is not None]
+        self.message_cache = []
+        if cached:
+            ids = [Message.decode(data).options["redis_message_id"] for data in cached]
+            try:
+                self.broker.do_requeue(self.queue_name, *ids)
+                log.info("consumer.prefetch_returned", queue=self.queue_name, messages=len(ids))
+            except redis.ConnectionError as exc:  # the heartbeat maintenance will return them
+                log.warning("consumer.prefetch_not_returned", messages=len(ids), error=str(exc))
+        super().close()
+
     def _idle_wait(self, backoff_ms: int) -> None:
         """Sleep for the back-off, unless a send to this queue wakes us first."""
         if self.queue_name.endswith(".DQ") or self.outstanding_message_count >= self.prefetch:

@@ -125,3 +125,27 @@ def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
     durable.released.set()
     second = _fetch(consumer)
     assert second.args == ({"n": 1},)
+
+
+def test_closing_hands_back_prefetched_messages_at_once(runtime, settings) -> None:
+    """Fetched but never started: back on the queue when the worker stops, not ~5 s later."""
+    broker = build_broker(settings)
+    broker.declare_queue("testq")
+    for n in range(3):
+        broker.enqueue(
+            dramatiq.Message(
+                queue_name="testq", actor_name="test:echo", args=({"n": n},), kwargs={}, options={}
+            )
+        )
+    consumer = broker.consume("testq", prefetch=3, timeout=50)
+    started = _fetch(consumer)  # the other two wait in the consumer's prefetch cache
+    assert _unacked(broker, "testq") == 3
+    assert broker.client.llen(f"{broker.namespace}:testq") == 0
+
+    consumer.close()
+
+    assert _unacked(broker, "testq") == 1  # only the one a worker thread holds
+    assert broker.client.llen(f"{broker.namespace}:testq") == 2
+    other = broker.consume("testq", prefetch=3, timeout=50)
+    returned = {_fetch(other).args[0]["n"] for _ in range(2)}
+    assert returned == {0, 1, 2} - {started.args[0]["n"]}
