@@ -85,6 +85,13 @@ class Runtime:
         gate = EnqueueGate(self.broker, window_ms=self.settings.dedup_window_ms)
         return Sender(gate, self.writer, self.pool)
 
+    def settle(self, timeout: float = 5) -> bool:
+        """Wait until the QUEUED rows of this process's sends so far are written (they are
+        written just after `send` returns), so that a read right after a send sees its run."""
+        if "writer" not in self.__dict__:
+            return True
+        return self.writer.flush(timeout)
+
     def close(self) -> None:
         if "writer" in self.__dict__:
             self.writer.flush(5)

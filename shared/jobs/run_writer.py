@@ -269,7 +269,10 @@ class _Lane:
         self._started = False
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._pending = 0  # fire-and-forget ops not yet written
+        # Fire-and-forget ops handed over and written so far (a failed write is retried, and
+        # counted once, when it succeeds).
+        self._submitted = 0
+        self._written = 0
         self._retry_delay = 0.25
         self.retry_max_s = 5.0
         self.healthy = True
@@ -285,13 +288,16 @@ class _Lane:
         future = _Waiter()
         if not wait:
             with self._lock:
-                self._pending += 1
+                self._submitted += 1
         self._queue.put(_Op(kind, params, future if wait else None))
         return future
 
     def wait_idle(self, timeout: float) -> bool:
+        """Wait until the fire-and-forget ops handed over before this call are written (later
+        ones do not hold it up)."""
         with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+            target = self._submitted
+            return self._idle.wait_for(lambda: self._written >= target, timeout)
 
     def close(self, timeout: float) -> None:
         if self._started:
@@ -346,7 +352,7 @@ class _Lane:
                     written += 1
             if written:
                 with self._idle:
-                    self._pending -= written
+                    self._written += written
                     self._idle.notify_all()
             return
 

@@ -63,6 +63,8 @@ def find(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) ->
         params.append(org_id)
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(sql, params).fetchone()
+        if row is None and runtime.settle():  # sent by this process a moment ago?
+            row = cur.execute(sql, params).fetchone()
     return RunView(**row) if row else None
 
 
@@ -99,6 +101,7 @@ def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) 
     is skipped when it arrives; RUNNING → cancel requested, honoured at the handler's next
     progress or checkpoint. Returns the resulting status."""
     runtime = runtime or get_runtime()
+    runtime.settle()  # a job this process has just sent is cancelable at once
     scope, params = ("AND org_id = %s", [org_id]) if org_id is not None else ("", [])
     with runtime.pool.connection() as conn:
         conn.execute("SET LOCAL synchronous_commit TO on")

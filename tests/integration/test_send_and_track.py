@@ -93,3 +93,16 @@ def test_already_done_counts_as_success(fleet) -> None:
         lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED" and r
     )
     assert run.result == {"already_done": "it was done earlier"}
+
+
+def test_a_run_is_visible_and_cancelable_right_after_its_send(runtime) -> None:
+    """The QUEUED row is written just after `send` returns; a read or a cancel from the same
+    process waits for it instead of answering "no such run"."""
+    org = uuid.uuid4()
+    sent = ECHO.send(_echo(org, "seen at once"))
+    run = runs.find(sent.job_id, org_id=org)
+    assert run is not None and run.status == "QUEUED"
+
+    other = ECHO.send(_echo(org, "canceled at once"))
+    assert runs.cancel(other.job_id, org_id=org) == "CANCELED"
+    assert runs.find(other.job_id, org_id=org).status == "CANCELED"  # type: ignore[union-attr]
