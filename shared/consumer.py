@@ -42,6 +42,8 @@ ACK_BATCH_MAX = 256
 ACK_BACKLOG_MAX = 1_024
 #: Longest a consumer waits for room in a full backlog before its worker loop checks in again.
 BACKLOG_WAIT_S = 0.1
+#: Least time between two "fetching paused" log lines of one process.
+BACKLOG_LOG_EVERY_S = 30.0
 
 
 def wake_key(namespace: str, queue_name: str) -> str:
@@ -53,6 +55,7 @@ class Acker:
 
     def __init__(self, *, backlog_max: int = ACK_BACKLOG_MAX) -> None:
         self.backlog_max = backlog_max
+        self._logged_full = -BACKLOG_LOG_EVERY_S
         self._queue: queue.SimpleQueue[tuple[Any, Any, Any] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -78,7 +81,17 @@ class Acker:
         return self._pending < self.backlog_max
 
     def wait_for_room(self, timeout: float) -> bool:
-        """Wait until the backlog is below `backlog_max`; False on timeout."""
+        """Wait until the backlog is below `backlog_max`; False on timeout. Says so in the log
+        (at most every `BACKLOG_LOG_EVERY_S`): fetching is paused because Postgres is slow."""
+        now = time.monotonic()
+        if now - self._logged_full >= BACKLOG_LOG_EVERY_S:
+            self._logged_full = now
+            log.warning(
+                "consumer.fetch_paused",
+                reason="outcomes wait for the run store (Postgres slow or down)",
+                backlog=self._pending,
+                backlog_max=self.backlog_max,
+            )
         with self._idle:
             return self._idle.wait_for(self.has_room, timeout)
 

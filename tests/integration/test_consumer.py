@@ -7,6 +7,7 @@ import time
 import uuid
 
 import dramatiq
+from structlog.testing import capture_logs
 
 from shared.broker import build_broker
 from shared.consumer import FleetRedisConsumer
@@ -117,8 +118,11 @@ def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
     first.fleet_durable = durable
     consumer.ack(first)  # the backlog is full until this outcome is durable
 
-    for _ in range(5):
-        assert next(consumer) is None
+    with capture_logs() as logs:
+        for _ in range(5):
+            assert next(consumer) is None
+    paused = [entry for entry in logs if entry["event"] == "consumer.fetch_paused"]
+    assert len(paused) == 1 and paused[0]["backlog"] == 1  # said once, not per poll
     assert _unacked(broker, "testq") == 1  # the second message was not fetched
     assert broker.client.llen(f"{broker.namespace}:testq") == 1
 
