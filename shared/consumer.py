@@ -72,11 +72,6 @@ class Acker:
             self._pending += 1
         self._queue.put((consumer, message, durable))
 
-    @property
-    def pending(self) -> int:
-        """Messages submitted and not yet acknowledged (or handed back)."""
-        return self._pending
-
     def has_room(self) -> bool:
         return self._pending < self.backlog_max
 
