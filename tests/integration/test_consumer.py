@@ -6,12 +6,11 @@ import threading
 import time
 import uuid
 
-import dramatiq
 from structlog.testing import capture_logs
 
 from shared.broker import build_broker
 from shared.consumer import FleetRedisConsumer
-from tests.support.jobs import ECHO
+from tests.support.jobs import ECHO, raw_message
 
 
 def _fetch(consumer: FleetRedisConsumer):
@@ -40,11 +39,7 @@ def _unacked(broker, queue: str) -> int:
 def test_a_message_is_acknowledged_only_once_its_outcome_is_durable(runtime, settings) -> None:
     broker = build_broker(settings)
     broker.declare_queue("testq")
-    broker.enqueue(
-        dramatiq.Message(
-            queue_name="testq", actor_name="test:echo", args=({},), kwargs={}, options={}
-        )
-    )
+    broker.enqueue(raw_message("test:echo", {}))
     consumer = broker.consume("testq", prefetch=1, timeout=50)
     message = _fetch(consumer)
     durable = _Durable(answer=True)
@@ -63,11 +58,7 @@ def test_an_outcome_that_cannot_be_made_durable_leaves_the_message_unacknowledge
 ) -> None:
     broker = build_broker(settings)
     broker.declare_queue("testq")
-    broker.enqueue(
-        dramatiq.Message(
-            queue_name="testq", actor_name="test:echo", args=({},), kwargs={}, options={}
-        )
-    )
+    broker.enqueue(raw_message("test:echo", {}))
     consumer = broker.consume("testq", prefetch=1, timeout=50)
     message = _fetch(consumer)
     durable = _Durable(answer=False)
@@ -107,11 +98,7 @@ def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
     broker.acker.backlog_max = 1
     broker.declare_queue("testq")
     for n in range(2):
-        broker.enqueue(
-            dramatiq.Message(
-                queue_name="testq", actor_name="test:echo", args=({"n": n},), kwargs={}, options={}
-            )
-        )
+        broker.enqueue(raw_message("test:echo", {"n": n}))
     consumer = broker.consume("testq", prefetch=1, timeout=50)
     first = _fetch(consumer)
     durable = _Durable(answer=True)
@@ -136,11 +123,7 @@ def test_closing_hands_back_prefetched_messages_at_once(runtime, settings) -> No
     broker = build_broker(settings)
     broker.declare_queue("testq")
     for n in range(3):
-        broker.enqueue(
-            dramatiq.Message(
-                queue_name="testq", actor_name="test:echo", args=({"n": n},), kwargs={}, options={}
-            )
-        )
+        broker.enqueue(raw_message("test:echo", {"n": n}))
     consumer = broker.consume("testq", prefetch=3, timeout=50)
     started = _fetch(consumer)  # the other two wait in the consumer's prefetch cache
     assert _unacked(broker, "testq") == 3

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 
-import dramatiq
 from dramatiq.common import current_millis
 
 from shared.broker import FleetRedisBroker, build_broker
+from tests.support.jobs import raw_message
 
 SILENT_S = 10.0  # longer than the 5 s heartbeat timeout
 
@@ -19,11 +19,7 @@ SILENT_S = 10.0  # longer than the 5 s heartbeat timeout
 def _worker_holding_a_message(settings) -> FleetRedisBroker:
     broker = build_broker(settings)
     broker.declare_queue("testq")
-    broker.enqueue(
-        dramatiq.Message(
-            queue_name="testq", actor_name="test:echo", args=({},), kwargs={}, options={}
-        )
-    )
+    broker.enqueue(raw_message("test:echo", {}))
     consumer = broker.consume("testq", prefetch=1, timeout=50)
     deadline = time.monotonic() + 5
     while next(consumer) is None:

@@ -6,21 +6,18 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import dramatiq
-
 from shared import dlq
+from tests.support.jobs import raw_message
 from tests.support.wait import wait_for, wait_run
-
-
-def _raw(actor: str, *args: Any) -> dramatiq.Message[Any]:
-    return dramatiq.Message(queue_name="testq", actor_name=actor, args=args, kwargs={}, options={})
 
 
 def test_invalid_raw_messages_are_dead_at_once_and_the_worker_keeps_running(fleet) -> None:
     org = uuid.uuid4()
-    unknown_version = _raw("test:echo", {"v": 9, "org_id": str(org)})
-    not_an_object = _raw("test:echo", "hello")
-    missing_field = _raw("test:echo", {"v": 2, "org_id": str(org), "entity_id": str(uuid.uuid4())})
+    unknown_version = raw_message("test:echo", {"v": 9, "org_id": str(org)})
+    not_an_object = raw_message("test:echo", "hello")
+    missing_field = raw_message(
+        "test:echo", {"v": 2, "org_id": str(org), "entity_id": str(uuid.uuid4())}
+    )
     for message in (unknown_version, not_an_object, missing_field):
         fleet.broker.enqueue(message)
 
@@ -47,7 +44,7 @@ def test_invalid_raw_messages_are_dead_at_once_and_the_worker_keeps_running(flee
 
 
 def test_a_message_for_an_unknown_job_is_dead_with_unknown_job(fleet) -> None:
-    message = _raw("test:no-such-job", {"v": 1})
+    message = raw_message("test:no-such-job", {"v": 1})
     fleet.broker.enqueue(message)
 
     run = wait_for(lambda: dlq.list_dead(queue="testq"), what="a DEAD run")[0]

@@ -90,3 +90,8 @@ def bind(broker: dramatiq.Broker) -> dict[str, BoundJob[Any]]:
         return {"slept": payload.seconds}
 
     return {"echo": echo, "sleep": sleep}
+
+
+def raw_message(actor: str, *args: Any) -> dramatiq.Message[Any]:
+    """A message on `testq` as another producer would write it: no job id, no tracking fields."""
+    return dramatiq.Message(queue_name="testq", actor_name=actor, args=args, kwargs={}, options={})
