@@ -141,6 +141,18 @@ def _close_round(session: Session, p: dict[str, Any], status: str) -> None:
     )
 
 
+def _enqueued(session: Session, chain_id: int, job_id: str) -> bool:
+    """Does an indexed event still stand behind the follow-up job `job_id`?"""
+    row = session.execute(
+        text(
+            "SELECT 1 FROM indexed_actions WHERE chain_id = :chain_id AND job_id = :job_id"
+            " AND status = 'ENQUEUED' LIMIT 1"
+        ),
+        {"chain_id": chain_id, "job_id": job_id},
+    ).first()
+    return row is not None
+
+
 def _follow_up(
     session: Session,
     applied: Applied,
@@ -151,15 +163,9 @@ def _follow_up(
 ) -> None:
     payload = spec.build({"org_id": SYSTEM_ORG, **args})
     job_id = spec.job_id(payload)
-    live = session.execute(
-        text(
-            "SELECT 1 FROM indexed_actions WHERE chain_id = :chain_id AND job_id = :job_id"
-            " AND status = 'ENQUEUED' LIMIT 1"
-        ),
-        {"chain_id": chain_id, "job_id": job_id},
-    ).first()
     outbox_id = None
-    if live is None:  # a second purchase by the same player asks for the same badge: one job
+    # A second purchase by the same player asks for the same badge: one job.
+    if not _enqueued(session, chain_id, job_id):
         outbox_id = enqueue(session, spec, payload, event_type=f"indexer:{event.name}").id
         applied.actions.append(job_id)
     session.execute(
@@ -206,14 +212,7 @@ def rewind(session: Session, chain_id: int, fork_block: int) -> Rewound:
     )
     orphaned = sorted({str(r[0]) for r in orphans})
     for job_id in orphaned:
-        still_wanted = session.execute(
-            text(
-                "SELECT 1 FROM indexed_actions WHERE chain_id = :chain_id AND job_id = :job_id"
-                " AND status = 'ENQUEUED' LIMIT 1"
-            ),
-            {"chain_id": chain_id, "job_id": job_id},
-        ).first()
-        if still_wanted:
+        if _enqueued(session, chain_id, job_id):  # still wanted by a canonical event
             continue
         dropped = session.execute(
             text(
