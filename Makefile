@@ -10,7 +10,7 @@ EXTRAS ?= $(shell $(PYTHON) -c "import tomllib; print(','.join(tomllib.load(open
 STAMP := $(VENV)/.jobfleet-installed
 LAUNCH := $(BIN)/python -m shared.launcher
 
-.PHONY: install run run-worker-email run-worker-ai run-worker-export run-worker-doc \
+.PHONY: install prereqs run run-worker-email run-worker-ai run-worker-export run-worker-doc \
         run-worker-chain-actions run-scheduler print-commands test lint format bench config-doc \
         compose-up compose-down
 
@@ -27,6 +27,11 @@ $(STAMP): pyproject.toml package-lock.json
 	# The local EVM node (anvil) and the Solidity compiler, pinned, from the npm registry.
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
+
+## prereqs: what the tests need besides Python and npm packages (Debian packages such as Tesseract),
+## installed when missing: every domain's idempotent `workers/<domain>/install_*.sh`.
+prereqs:
+	@for script in workers/*/install_*.sh; do bash "$$script" || exit 1; done
 
 ## run: the whole fleet on this machine (embedded Redis/Postgres when none answer); Ctrl-C stops it
 ## `make run DEMO=1` also sends the demo workload (`fleet demo`) once every process is ready.
@@ -60,13 +65,18 @@ compose-down:
 print-commands:
 	@for p in $$($(LAUNCH) names); do echo "$$p: $$($(LAUNCH) command $$p)"; done
 
-test:
-	$(BIN)/pytest
+## test: all set-up first (install, prereqs); Redis and Postgres at TEST_REDIS_URL / TEST_POSTGRES_URL
+## (default: this machine's 6379 and 5432) when they answer, else embedded ones for the session
+## (tests/support/services.py). `make test PYTEST_ARGS="tests/unit -x"` runs a subset.
+PYTEST_ARGS ?=
+test: $(STAMP) prereqs
+	$(BIN)/pytest $(PYTEST_ARGS)
 
-lint:
+lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	node contracts/build.mjs --check
 
 format:
 	$(BIN)/ruff check --fix .

@@ -7,15 +7,29 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.support.env import test_env
+from tests.support.services import ensure as ensure_services
+
+# Redis and Postgres first: the test URLs when they answer, else embedded servers started for this
+# session (issue 21: `make test` on a machine where nothing runs). Before tests.support.env reads them.
+SERVICES = ensure_services()
+
+from tests.support.env import test_env  # noqa: E402
 
 # Settings are read from the environment: point this session at its own database and namespace
 # before anything builds them.
 os.environ.update(test_env())
 
-from shared.config import Settings, get_settings
-from shared.runtime import Runtime, set_runtime
-from tests.support.inprocess import InProcessWorker, started_workers
+from shared.config import Settings, get_settings  # noqa: E402
+from shared.runtime import Runtime, set_runtime  # noqa: E402
+from tests.support.inprocess import InProcessWorker, started_workers  # noqa: E402
+
+
+def pytest_report_header() -> list[str]:
+    return SERVICES.describe()
+
+
+def pytest_unconfigure() -> None:
+    SERVICES.stop()
 
 
 @pytest.fixture(scope="session")

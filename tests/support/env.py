@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import uuid
 
+from tests.support.services import DEFAULT_POSTGRES, DEFAULT_REDIS
+
 SESSION = uuid.uuid4().hex[:8]
-BASE_PG = os.environ.get("TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432")
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+# Resolved by the root conftest (tests/support/services.py) before this module is imported.
+BASE_PG = os.environ.get("TEST_POSTGRES_URL", DEFAULT_POSTGRES)
+REDIS_URL = os.environ.get("TEST_REDIS_URL", DEFAULT_REDIS)
 
 
 def test_env() -> dict[str, str]:
