@@ -23,6 +23,50 @@ from ..errors import InvalidPayload, PayloadError
 SYSTEM_ORG = UUID(int=0)
 
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+#: Characters Postgres cannot store in `text` or `jsonb`: NUL, and UTF-16 surrogates (a lone
+#: one is not Unicode text; Python lets it into a `str`, UTF-8 and Postgres do not).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(value: Any) -> list[tuple[Any, ...]]:
+    """Paths of the strings (values or keys) in `value` that Postgres cannot store.
+
+    Such a payload used to pass the contract and then have its run row refused: the run writer
+    retried it forever and every later send of the process failed. The contract refuses it.
+    """
+    return [path for path, _ in _unstorable(value, ())]
+
+
+def _unstorable(value: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    found: list[tuple[tuple[Any, ...], str]] = []
+    if isinstance(value, str):
+        if _UNSTORABLE.search(value):
+            found.append((path, value))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _UNSTORABLE.search(key):
+                found.append(((*path, key), key))
+            found.extend(_unstorable(item, (*path, key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found.extend(_unstorable(item, (*path, index)))
+    return found
+
+
+def _unstorable_errors(data: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "loc": path,
+            "msg": (
+                "contains a NUL character (\\u0000)"
+                if "\x00" in text
+                else "contains a lone surrogate"
+            )
+            + ", which Postgres cannot store",
+            "type": "unstorable_string",
+        }
+        for path, text in _unstorable(data, ())
+    ]
 
 
 def _no_crlf(value: str) -> str:
@@ -137,11 +181,15 @@ class Contract(Generic[P]):
         data = dict(payload)
         data.setdefault("v", self.latest_version)
         try:
-            return self._upgrade(data)
+            model = self._upgrade(data)
         except ValidationError as exc:
             raise PayloadError(self.job_name, _errors(exc)) from None
         except _UnknownVersion as exc:
             raise PayloadError(self.job_name, [{"loc": ("v",), "msg": str(exc)}]) from None
+        refused = _unstorable_errors(model.wire())
+        if refused:
+            raise PayloadError(self.job_name, refused)
+        return model
 
     def parse(self, data: Any) -> P:
         """Worker side: any invalid or unknown payload is a permanent `InvalidPayload`."""
@@ -150,12 +198,17 @@ class Contract(Generic[P]):
                 f"{self.job_name}: payload must be an object, got {type(data).__name__}"
             )
         try:
-            return self._upgrade(dict(data))
+            model = self._upgrade(dict(data))
         except ValidationError as exc:
             details = "; ".join(f"{_loc(e)}: {e['msg']}" for e in _errors(exc))
             raise InvalidPayload(f"{self.job_name}: {details}") from None
         except _UnknownVersion as exc:
             raise InvalidPayload(f"{self.job_name}: {exc}") from None
+        refused = _unstorable_errors(model.wire())
+        if refused:
+            details = "; ".join(f"{_loc(e)}: {e['msg']}" for e in refused)
+            raise InvalidPayload(f"{self.job_name}: {details}")
+        return model
 
     def _upgrade(self, data: dict[str, Any]) -> P:
         models = self.by_version

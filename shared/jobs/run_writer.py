@@ -11,13 +11,22 @@ One fsync then serves every thread of the process instead of one per job.
 Producers use the fast lane without waiting: `record_queued` hands the QUEUED row over and
 returns (the message is already in Redis). If Postgres refuses, those rows are kept and retried
 until it answers, and `healthy` turns False so that new sends fail loudly meanwhile (DESIGN §3).
+
+A row that Postgres refuses for what it holds (a data or integrity error: a NUL character, an
+org id that is no UUID) is not an outage: its batch is written again row by row, the refused
+row once more with the values it cannot store replaced (a marker for a payload or a result,
+U+FFFD for a character in a text), and if it is still refused it is set apart (`refused`,
+`run_writer.row_refused` in the log, `RowRefused` for a caller who waits). It never blocks the
+other rows, is never retried forever, and leaves the writer healthy.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +40,52 @@ from psycopg.types.json import Jsonb
 from .message import MessageInfo
 
 log = structlog.get_logger("jobfleet.run_writer")
+
+#: Most refused rows a writer remembers (`RunWriter.refused`); each is logged as it happens.
+REFUSED_KEPT = 100
+#: What Postgres cannot store in `text` or `jsonb` (see `contracts.base.unstorable`).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+class RowRefused(Exception):
+    """Postgres refused this run row for what it holds (a data or integrity error): retrying
+    the same row cannot help."""
+
+    def __init__(self, job_id: str | None, kind: str, error: str) -> None:
+        super().__init__(f"run row {job_id} ({kind}) refused by the run store: {error}")
+        self.job_id = job_id
+        self.kind = kind
+        self.error = error
+
+
+def _refused_for_its_values(exc: BaseException) -> bool:
+    """A data (SQLSTATE class 22) or integrity (23) error: the row, not the store, is at fault."""
+    return isinstance(exc, psycopg.errors.DataError | psycopg.errors.IntegrityError)
+
+
+def _scrub(value: Any) -> Any:
+    """`value` with every character Postgres cannot store replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def _storable(kind: str, params: Any, error: str) -> Any:
+    """The row of `kind` with what Postgres refused replaced: a JSON document by a marker (a
+    scrubbed copy could be replayed as if it were the original), texts scrubbed."""
+    if not isinstance(params, dict):
+        return _scrub(params)
+    row = {k: _scrub(v) for k, v in params.items()}
+    marker = {"unstorable": f"refused by the run store: {_scrub(error)[:200]}"}
+    for key in ("p", "res"):
+        if key in row and row[key] is not None and row[key] != params[key]:
+            row[key] = marker
+    return row
+
 
 #: Every statement takes a whole batch as one JSON document (`json_to_recordset`): one
 #: statement and one round trip per batch, and the per-row encoding is C's `json.dumps` rather
@@ -154,6 +209,9 @@ class RunWriter:
         self._durable = _Lane(
             connect, durable=True, max_batch=max_batch, linger_s=0, name=f"{name}-durable"
         )
+        #: The latest rows refused for what they hold (most recent last), for operators/tests.
+        self.refused: collections.deque[RowRefused] = collections.deque(maxlen=REFUSED_KEPT)
+        self._fast.refused = self._durable.refused = self.refused
 
     @property
     def healthy(self) -> bool:
@@ -242,6 +300,18 @@ class RunWriter:
         self._durable.close(timeout)
 
 
+def _job_id(op: _Op) -> str | None:
+    if isinstance(op.params, dict):
+        return op.params.get("j")
+    return op.params[-1] if isinstance(op.params, tuple) and op.params else None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    line: str = _scrub(text.splitlines()[0] if text else type(error).__name__)
+    return line
+
+
 def _rows(ops: Sequence[_Op]) -> str:
     """The batch as one JSON array of rows (`json_to_recordset` takes column names as keys)."""
     return json.dumps([op.params for op in ops], separators=(",", ":"), default=str)
@@ -278,6 +348,7 @@ class _Lane:
         self.healthy = True
         self.last_error: str | None = None
         self.last_ok = 0.0
+        self.refused: collections.deque[RowRefused] = collections.deque(maxlen=REFUSED_KEPT)
 
     def submit(self, kind: str, params: Any, *, wait: bool = True) -> _Waiter:
         if not self._started:
@@ -335,6 +406,9 @@ class _Lane:
                 results = self._write(batch)
             except Exception as exc:  # a bug or an outage must not hang the caller threads
                 self._reset()
+                if _refused_for_its_values(exc):
+                    self._isolate(batch)
+                    return
                 transient = isinstance(
                     exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
                 )
@@ -342,19 +416,71 @@ class _Lane:
                     continue
                 self._failed(batch, exc)
                 return
-            self.healthy, self.last_error, self._retry_delay = True, None, 0.25
-            self.last_ok = time.monotonic()
-            written = 0
-            for op, result in zip(batch, results, strict=True):
-                if op.future is not None:
-                    op.future.set_result(result)
-                else:
-                    written += 1
-            if written:
-                with self._idle:
-                    self._written += written
-                    self._idle.notify_all()
+            self._done(batch, results)
             return
+
+    def _done(self, batch: Sequence[_Op], results: Sequence[Any]) -> None:
+        self.healthy, self.last_error, self._retry_delay = True, None, 0.25
+        self.last_ok = time.monotonic()
+        written = 0
+        for op, result in zip(batch, results, strict=True):
+            if op.future is not None:
+                op.future.set_result(result)
+            else:
+                written += 1
+        self._count_written(written)
+
+    def _count_written(self, written: int) -> None:
+        if written:
+            with self._idle:
+                self._written += written
+                self._idle.notify_all()
+
+    def _isolate(self, batch: Sequence[_Op]) -> None:
+        """Postgres refused something in `batch` for what it holds: write each row on its own,
+        a refused row once more without what it cannot store, then set it apart."""
+        for index, op in enumerate(batch):
+            error: Exception
+            try:
+                self._done([op], self._write([op]))
+                continue
+            except Exception as exc:
+                self._reset()
+                if not _refused_for_its_values(exc):
+                    self._failed(batch[index:], exc)  # an outage after all: as usual
+                    return
+                error = exc
+            if op.kind != "queued":  # a QUEUED row: the worker records the run at its start
+                retry = _Op(op.kind, _storable(op.kind, op.params, str(error)), op.future)
+                try:
+                    results = self._write([retry])
+                except Exception as exc:
+                    self._reset()
+                    if not _refused_for_its_values(exc):
+                        self._failed(batch[index:], exc)
+                        return
+                    error = exc
+                else:
+                    log.warning(
+                        "run_writer.row_stored_without_unstorable_values",
+                        job_id=_job_id(op),
+                        kind=op.kind,
+                        error=_first_line(error),
+                    )
+                    self._done([op], results)
+                    continue
+            self._refuse(op, error)
+
+    def _refuse(self, op: _Op, error: Exception) -> None:
+        refused = RowRefused(_job_id(op), op.kind, _first_line(error))
+        self.refused.append(refused)
+        log.error(
+            "run_writer.row_refused", job_id=refused.job_id, kind=op.kind, error=refused.error
+        )
+        if op.future is not None:
+            op.future.set_exception(refused)
+        else:
+            self._count_written(1)  # handled: `flush` must not wait for it
 
     def _failed(self, batch: Sequence[_Op], exc: Exception) -> None:
         self.healthy, self.last_error = False, str(exc)

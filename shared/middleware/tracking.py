@@ -25,7 +25,7 @@ from ..jobs.context import JobContext, set_current_job
 from ..jobs.gate import dedup_key
 from ..jobs.message import MessageInfo, message_info
 from ..jobs.outcome import Outcome, decide
-from ..jobs.run_writer import Finish, RunWriter
+from ..jobs.run_writer import Finish, RowRefused, RunWriter
 
 log = structlog.get_logger("jobfleet.tracking")
 
@@ -66,6 +66,12 @@ class Tracking(Middleware):
         policy = self.policy(broker, info.job_name, info.queue)
         try:
             started = self.writer.start_run(info, policy.max_attempts)
+        except RowRefused as exc:
+            # Postgres refuses this run's row for what it holds: retrying cannot help, and
+            # must not go on forever. Dead-letter the message (Redis keeps it) and go on.
+            log.error("run.start_refused", job_id=info.job_id, error=exc.error)
+            message.fail()
+            raise SkipMessage(info.job_id) from exc
         except Exception as exc:
             log.error("run.start_not_recorded", job_id=info.job_id, error=str(exc))
             raise TrackingDown(str(exc)) from exc
