@@ -103,6 +103,16 @@ def _hand_over(base: Path, user: str) -> None:
             os.lchown(path, entry.pw_uid, entry.pw_gid)
 
 
+def _unreachable_parent(path: Path, user: str) -> Path | None:
+    """The first directory above `path` that `user` cannot traverse (None: all can be)."""
+    uid = pwd.getpwnam(user).pw_uid
+    for parent in reversed(path.resolve().parents):
+        st = parent.stat()
+        if st.st_uid != uid and not st.st_mode & stat.S_IXOTH:
+            return parent
+    return None
+
+
 def start(
     base: Path, *, database: str = "jobfleet", env: dict[str, str], configured: str = ""
 ) -> Service:
@@ -111,6 +121,13 @@ def start(
     data = base / "data"
     user = _server_user()
     if user is not None:
+        blocked = _unreachable_parent(binaries / "postgres", user)
+        if blocked is not None:
+            raise LaunchError(
+                f"PostgreSQL refuses to run as root, so the embedded server runs as the system user "
+                f"{user!r}, which cannot reach its binaries in {binaries}: {blocked} is not "
+                f"traversable by others (chmod o+x {blocked}, or set DATABASE_URL to a running server)"
+            )
         _hand_over(base, user)
     server_env = {k: v for k, v in env.items() if k in {"PATH", "LANG", "LC_ALL", "TZ"}}
     if not (data / "PG_VERSION").exists():
