@@ -7,6 +7,7 @@ Tesseract, the slow part, runs outside the lock in its own process.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -108,8 +109,27 @@ def render_png(data: bytes, number: int, dpi: int) -> bytes:
     return buffer.getvalue()
 
 
+#: A line-end hyphen as text extraction reports it: PDFium marks the hyphen it recognises at
+#: the end of a line of a typeset PDF (TeX, groff) as the noncharacter U+FFFE and drops the line
+#: break ("subex\ufffepressions"); a soft hyphen (U+00AD) can also stand there. Either joins
+#: the two halves of the word, with the line break and indentation that may follow it.
+_LINE_HYPHEN = re.compile(r"[\ufffe\u00ad][^\S\n]*(?:\n[^\S\n]*)?")
+#: What no reader sees and no search can match: C0/C1 controls (but tab and line feed), the
+#: noncharacters (U+FDD0..U+FDEF, U+xFFFE/U+xFFFF) and private-use code points (glyphs of a
+#: font without a Unicode mapping, e.g. groff's bracket pieces at U+F8F4).
+_NOISE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ufdd0-\ufdef\ue000-\uf8ff\ufffe\uffff"
+    "\U000f0000-\U0010ffff"
+    + "".join(f"{chr(plane << 16 | 0xFFFE)}{chr(plane << 16 | 0xFFFF)}" for plane in range(1, 15))
+    + "]"
+)
+
+
 def normalize(text: str) -> str:
-    """Line ends to `\\n`, no NUL (Postgres text rejects it), trailing blanks trimmed."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    """Clean extracted text for storage and search: line ends to `\\n`, hyphenated words at a
+    line end joined, noise characters removed (NUL among them: Postgres text rejects it),
+    trailing blanks trimmed."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _NOISE.sub("", _LINE_HYPHEN.sub("", text))
     lines = [line.rstrip() for line in text.split("\n")]
     return "\n".join(lines).strip()
