@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from shared.errors import FleetError, InvalidState
-from shared.storage import InvalidLink, ObjectNotFound, StorageBackend
+from shared.storage import InvalidKey, InvalidLink, ObjectNotFound, StorageBackend
 from shared.storage.backends.local import LocalBackend
 
 from . import store
@@ -46,6 +46,11 @@ def export_url(x: Exporter, export_id: UUID, org_id: UUID, *, ttl_s: int | None 
 
 
 StartResponse = Callable[..., Any]
+#: Answers to a request that resolves to no object (any other `InvalidLink` is a 403).
+_STATUS: dict[type[Exception], str] = {
+    InvalidKey: "400 Bad Request",
+    ObjectNotFound: "404 Not Found",
+}
 
 
 def links_app(
@@ -61,11 +66,13 @@ def links_app(
                 environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""), now=clock()
             )
             stream = storage.open(link.key)
-        except (InvalidLink, ObjectNotFound) as exc:
+        except (InvalidKey, InvalidLink, ObjectNotFound) as exc:
+            # A path that is no object key (`..`, a dot file, an empty key) is the client's
+            # error like a bad signature: a 4xx, not a 500 with a traceback in the log.
             body = f"{exc.code}: {exc}\n".encode()
-            status = "404 Not Found" if isinstance(exc, ObjectNotFound) else "403 Forbidden"
             start_response(
-                status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))]
+                _STATUS.get(type(exc), "403 Forbidden"),
+                [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))],
             )
             return [body]
         headers = [("Content-Type", "application/octet-stream")]
