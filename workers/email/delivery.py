@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from email import policy
 from typing import Any
 
 import psycopg
@@ -35,7 +34,7 @@ from shared.errors import AlreadyDone, FleetError, PermanentError, RetryLater
 from shared.jobs.context import JobContext
 
 from . import sequences, store
-from .message import build_message, message_id_for
+from .message import build_message, envelope_address, message_id_for, serialize
 from .smtp import SmtpDeferred, SmtpOutcomeUnknown, SmtpRejected
 from .wiring import Mailer
 
@@ -92,20 +91,26 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             date=now,
             lang=row.lang,
         )
+        content = serialize(message, envelope)
     except PermanentError as exc:
         _finish(m, row, "FAILED", error_code=exc.code, error=str(exc))
         raise
+    except Exception as exc:  # a bug: the row still tells what the run will tell
+        _finish_unexpected(m, row, job, exc, attempted=False)
+        raise
+
+    claimed = False
 
     def claim() -> None:
+        nonlocal claimed
         with m.pool.connection() as conn:
             conn.execute("SET LOCAL synchronous_commit TO on")
             if not store.mark_sending(conn, row.id, message_id, m.clock()):
                 raise _LostRace(str(row.id))
+        claimed = True
 
     try:
-        accepted = m.transport(
-            m.smtp, message.as_bytes(policy=policy.SMTP), envelope, before_data=claim
-        )
+        accepted = m.transport(m.smtp, content, envelope, before_data=claim)
     except _LostRace:
         raise RetryLater(
             f"email {row.id} is being sent by another delivery",
@@ -140,6 +145,13 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
     except SmtpOutcomeUnknown as exc:
         _finish(m, row, "UNCONFIRMED", error_code=Unconfirmed.code, error=exc.reason)
         raise Unconfirmed(f"email {row.id} Message-ID {message_id}: {exc.reason}") from None
+    except Exception as exc:
+        if claimed:  # DATA may have gone out: the same rule as a lost connection during DATA
+            reason = f"{type(exc).__name__} after SENDING was recorded: {exc}"
+            _finish(m, row, "UNCONFIRMED", error_code=Unconfirmed.code, error=reason)
+            raise Unconfirmed(f"email {row.id} Message-ID {message_id}: {reason}") from exc
+        _finish_unexpected(m, row, job, exc, attempted=True)
+        raise
     sent_at = m.clock()
     _record_sent(m, row, accepted.reply, accepted.refused, sent_at)
     if accepted.refused:
@@ -212,6 +224,24 @@ def _stop_before_send(
     return None
 
 
+def _finish_unexpected(
+    m: Mailer, row: store.EmailRow, job: JobContext, exc: Exception, *, attempted: bool
+) -> None:
+    """An exception the domain did not foresee: the kernel retries it on the policy (DEAD once
+    the attempts are spent), so the row goes back to QUEUED, or FAILED on the last attempt,
+    with the code the run will show (issue 16: a row left QUEUED under a DEAD run)."""
+    code = exc.code if isinstance(exc, FleetError) else type(exc).__name__.upper()
+    final = isinstance(exc, PermanentError) or job.attempt >= job.max_attempts
+    _finish(
+        m,
+        row,
+        "FAILED" if final else "QUEUED",
+        error_code=code,
+        error=f"{type(exc).__name__}: {exc}",
+        attempted=attempted,
+    )
+
+
 def _finish(
     m: Mailer,
     row: store.EmailRow,
@@ -239,7 +269,7 @@ def _finish(
         if (
             bounce is not None
             and bounce.stage == "rcpt"
-            and bounce.recipient == row.recipient_email
+            and bounce.recipient == envelope_address(row.recipient_email)
         ):
             sequences.suppress(
                 conn,

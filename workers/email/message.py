@@ -4,6 +4,13 @@ The Message-ID is derived from the job id, so every attempt, redelivery and repl
 `email:send` carries the same Message-ID: a message that did reach the server before a crash
 can be found in the server's logs by it, and mailbox providers that collapse equal Message-IDs
 show a resend once.
+
+Internationalised addresses (issue 16; RFC 5890, RFC 6531): a domain always travels as its
+IDNA A-label (`müller.example` -> `xn--mller-kva.example`) in the envelope and in the headers,
+so an ASCII local part never needs anything from the server; an address is never put in an
+RFC 2047 encoded-word (RFC 2047 §5 forbids it). A non-ASCII local part (`josé@`, `用户@`) cannot
+be written in ASCII at all: the envelope says `smtputf8`, the message is serialized as UTF-8
+headers, and the transport needs a server offering SMTPUTF8 (else a permanent failure).
 """
 
 from __future__ import annotations
@@ -12,11 +19,22 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from email import policy
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 
+import idna
+
+from shared.errors import PermanentError
+
 from .templates import HeaderInjection, Rendered
+
+
+class InvalidAddress(PermanentError):
+    """An address whose domain has no IDNA form (or no domain at all)."""
+
+    code = "INVALID_ADDRESS"
 
 
 def message_id_for(job_id: str, domain: str) -> str:
@@ -29,6 +47,34 @@ class Envelope:
     sender: str
     #: The primary recipient first, then the copies.
     recipients: tuple[str, ...]
+    #: Some address has a non-ASCII local part: MAIL FROM needs SMTPUTF8 (RFC 6531).
+    smtputf8: bool = False
+
+
+def serialize(message: EmailMessage, envelope: Envelope) -> bytes:
+    """The bytes sent after DATA: UTF-8 headers only when the envelope needs SMTPUTF8."""
+    return message.as_bytes(policy=policy.SMTPUTF8 if envelope.smtputf8 else policy.SMTP)
+
+
+def ascii_domain(addr: str) -> tuple[str, str]:
+    """`(local part, domain as IDNA A-label)` of a bare address; `InvalidAddress` otherwise."""
+    local, at, domain = addr.rpartition("@")
+    if not at or not local or not domain:
+        raise InvalidAddress(f"invalid address {addr!r}: no local part or domain")
+    if domain.isascii():
+        return local, domain.lower()
+    try:
+        return local, idna.encode(domain, uts46=True).decode("ascii")
+    except idna.IDNAError as exc:
+        raise InvalidAddress(
+            f"invalid address {addr!r}: the domain has no IDNA form: {exc}"
+        ) from None
+
+
+def envelope_address(addr: str) -> str:
+    """The address as written in MAIL FROM / RCPT TO: its domain as an A-label."""
+    local, domain = ascii_domain(addr)
+    return f"{local}@{domain}"
 
 
 def _single_line(name: str, value: str | None) -> None:
@@ -39,8 +85,10 @@ def _single_line(name: str, value: str | None) -> None:
 def _address(addr: str, name: str | None = None) -> Address:
     _single_line("address", addr)
     _single_line("display name", name)
+    local, domain = ascii_domain(addr)
     try:
-        return Address(display_name=name or "", addr_spec=addr)
+        # username/domain rather than addr_spec: the parser refuses a non-ASCII local part.
+        return Address(display_name=name or "", username=local, domain=domain)
     except (ValueError, IndexError) as exc:
         raise HeaderInjection(f"invalid address {addr!r}: {exc}") from None
 
@@ -81,4 +129,9 @@ def build_message(
     msg.set_content(rendered.text)
     msg.add_alternative(rendered.html, subtype="html")
     msg["Content-Language"] = lang  # after the parts: set_content drops Content-* headers
-    return msg, Envelope(sender=envelope_sender(from_header), recipients=(to, *cc))
+    sender = envelope_address(envelope_sender(from_header))
+    recipients = tuple(envelope_address(a) for a in (to, *cc))
+    smtputf8 = not all(a.isascii() for a in (sender, *recipients))
+    if reply_to and not reply_to.isascii() and not ascii_domain(reply_to)[0].isascii():
+        smtputf8 = True
+    return msg, Envelope(sender=sender, recipients=recipients, smtputf8=smtputf8)

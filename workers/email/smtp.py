@@ -67,16 +67,25 @@ class Accepted:
 
 class SmtpFailure(Exception):
     def __init__(
-        self, reason: str, *, stage: str, code: int | None = None, recipient: str | None = None
+        self,
+        reason: str,
+        *,
+        stage: str,
+        code: int | None = None,
+        recipient: str | None = None,
+        error_code: str | None = None,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.stage = stage
         self.code = code
         self.recipient = recipient
+        self._error_code = error_code
 
     @property
     def error_code(self) -> str:
+        if self._error_code:
+            return self._error_code
         return f"SMTP_{self.code}" if self.code else f"SMTP_{self.stage.upper()}"
 
 
@@ -117,6 +126,28 @@ def _client(config: SmtpConfig) -> aiosmtplib.SMTP:
     )
 
 
+SMTPUTF8_NOT_SUPPORTED = "SMTPUTF8_NOT_SUPPORTED"
+
+
+async def _mail_options(
+    client: aiosmtplib.SMTP, config: SmtpConfig, envelope: Envelope
+) -> tuple[list[str], str]:
+    """MAIL FROM options and the command encoding: SMTPUTF8 when an address needs it and the
+    server offers it (RFC 6531 §3.4); a server without it can never take such an address."""
+    if not envelope.smtputf8:
+        return [], "ascii"
+    if client.is_ehlo_or_helo_needed:
+        await client.ehlo()
+    if not client.supports_extension("smtputf8"):
+        raise SmtpRejected(
+            f"{config.host}:{config.port} does not offer SMTPUTF8, needed by a non-ASCII local "
+            f"part in {', '.join(a for a in (envelope.sender, *envelope.recipients) if not a.isascii())}",
+            stage="mail",
+            error_code=SMTPUTF8_NOT_SUPPORTED,
+        )
+    return ["SMTPUTF8"], "utf-8"
+
+
 async def _transaction(
     config: SmtpConfig, content: bytes, envelope: Envelope, before_data: Callable[[], None]
 ) -> Accepted:
@@ -126,12 +157,13 @@ async def _transaction(
         try:
             await client.connect()
             stage = "mail"
-            await client.mail(envelope.sender)
+            options, encoding = await _mail_options(client, config, envelope)
+            await client.mail(envelope.sender, options=options, encoding=encoding)
             refused: dict[str, str] = {}
             stage = "rcpt"
             for index, recipient in enumerate(envelope.recipients):
                 try:
-                    await client.rcpt(recipient)
+                    await client.rcpt(recipient, encoding=encoding)
                 except aiosmtplib.SMTPRecipientRefused as exc:
                     if index == 0:
                         raise _classify(exc, "rcpt", recipient) from None

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from tests.support.wait import wait_for
 from workers.email import actors
 from workers.email.sink import InboxItem, read_inbox
 from workers.email.wiring import Mailer, build_mailer, set_mailer
+
+from . import postfix as postfix_instance
 
 #: The email policy (3 attempts) with backoffs short enough for tests but long enough that a
 #: test can act between two attempts (start the server that was down).
@@ -66,6 +70,26 @@ def smtp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmtpServer
     server = SmtpServer(tmp_path_factory.mktemp("mail")).start()
     yield server
     server.stop()
+
+
+#: How long the private Postfix's postgrey greylists a new (client, sender, recipient).
+GREYLIST_DELAY_S = 3
+
+
+@pytest.fixture(scope="session")
+def postfix() -> Iterator[postfix_instance.Postfix]:
+    """A private Postfix 3.x instance with postgrey (tests/workers/email/postfix.py)."""
+    why_not = postfix_instance.available()
+    if why_not:
+        pytest.skip(why_not)
+    # Not under pytest's tmp dir: that is private to root, and Postfix runs as `postfix`.
+    directory = Path(tempfile.mkdtemp(prefix="jobfleet-postfix-"))
+    server = postfix_instance.Postfix(directory, greylist_delay_s=GREYLIST_DELAY_S)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def email_settings(settings: Settings, port: int) -> Settings:
