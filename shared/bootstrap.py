@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dramatiq
@@ -10,6 +11,8 @@ from dramatiq.middleware import TimeLimit
 
 from .broker import FleetRedisBroker, build_broker
 from .config import Settings, get_settings
+from .consumer import consumers_check
+from .db.watch import RunStoreWatch
 from .jobs import catalog
 from .jobs.run_writer import RunWriter
 from .middleware.heartbeat import Heartbeat
@@ -25,7 +28,11 @@ from .runtime import Runtime, set_runtime
 
 
 def health_server(
-    settings: Settings, service: str, client: Any, queues: list[str]
+    settings: Settings,
+    service: str,
+    client: Any,
+    queues: list[str],
+    checks: dict[str, Callable[[], None]] | None = None,
 ) -> HealthServer | None:
     if not settings.health_port:
         return None
@@ -43,6 +50,7 @@ def health_server(
         checks={
             "redis": probes.redis_check(client),
             "postgres": probes.postgres_check(settings.database_dsn),
+            **(checks or {}),
         },
         metrics_token=settings.metrics_token,
         collector=ScrapeCollector(sample),
@@ -77,9 +85,18 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
         max_batch=settings.tracking_batch_max,
     )
     broker = build_broker(settings)
+    broker.store_watch = RunStoreWatch(
+        probes.postgres_check(settings.database_dsn), lambda: writer.failed_at
+    )
     services = ProcessServices(
         service=service,
-        make_server=lambda: health_server(settings, service, broker.client, sorted(catalog.QUEUES)),
+        make_server=lambda: health_server(
+            settings,
+            service,
+            broker.client,
+            sorted(catalog.QUEUES),
+            {"consumers": consumers_check(broker)},
+        ),
         on_stop=lambda: _stop(broker, writer),
     )
     for middleware in (

@@ -21,6 +21,7 @@ from dramatiq.brokers.redis import RedisBroker
 
 from .config import Settings
 from .consumer import Acker, FleetRedisConsumer
+from .db.watch import RunStoreWatch
 
 log = structlog.get_logger("jobfleet.broker")
 
@@ -30,6 +31,8 @@ class FleetRedisBroker(RedisBroker):
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         #: Acknowledges messages whose outcome is being made durable (see `shared/consumer.py`).
         self.acker = Acker()
+        #: Set by a worker's bootstrap: consumers fetch only while the run store is usable.
+        self.store_watch: RunStoreWatch | None = None
         self._beat_lock = threading.Lock()
         #: `time.monotonic()` at which the last beat that Redis answered was sent (None: never).
         self._last_beat: float | None = None

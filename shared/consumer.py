@@ -186,6 +186,13 @@ class FleetRedisConsumer(_RedisConsumer):
     def __next__(self) -> MessageProxy | None:
         try:
             while True:
+                watch = self.broker.store_watch
+                # The run store is down or not migrated: a message taken now could not be
+                # started, only handed back (`db/watch.py`). Delayed messages (.DQ) need no
+                # run store and keep moving.
+                if watch and not self.queue_name.endswith(".DQ") and not watch.usable():
+                    watch.wait(BACKLOG_WAIT_S)
+                    return None
                 try:
                     data = self.message_cache.pop(0)
                     if data is None:

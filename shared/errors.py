@@ -45,6 +45,12 @@ class TrackingUnavailable(FleetError):
     code = "TRACKING_UNAVAILABLE"
 
 
+class SchemaNotMigrated(TrackingUnavailable):
+    """database not migrated: run `fleet db upgrade`"""
+
+    code = "NOT_MIGRATED"
+
+
 class UnknownJob(FleetError):
     """No job of that name is declared."""
 

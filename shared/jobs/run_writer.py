@@ -227,6 +227,11 @@ class RunWriter:
         """`time.monotonic()` of the last successful write (or `mark_ok`); 0 before any."""
         return max(self._fast.last_ok, self._durable.last_ok)
 
+    @property
+    def failed_at(self) -> float:
+        """`time.monotonic()` of the last write that failed for an outage; 0 before any."""
+        return max(self._fast.failed_at, self._durable.failed_at)
+
     def mark_ok(self) -> None:
         """Record that the store answered (a probe by the caller)."""
         self._fast.last_ok = time.monotonic()
@@ -348,6 +353,7 @@ class _Lane:
         self.healthy = True
         self.last_error: str | None = None
         self.last_ok = 0.0
+        self.failed_at = 0.0
         self.refused: collections.deque[RowRefused] = collections.deque(maxlen=REFUSED_KEPT)
 
     def submit(self, kind: str, params: Any, *, wait: bool = True) -> _Waiter:
@@ -484,6 +490,7 @@ class _Lane:
 
     def _failed(self, batch: Sequence[_Op], exc: Exception) -> None:
         self.healthy, self.last_error = False, str(exc)
+        self.failed_at = time.monotonic()
         keep = [op for op in batch if op.future is None]
         for op in batch:
             if op.future is not None:

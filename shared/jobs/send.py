@@ -4,8 +4,10 @@ Dedup and enqueue are one atomic Redis call (`gate.py`), so a send costs about w
 Dramatiq enqueue costs. The QUEUED row is handed to a group-commit writer and written within
 milliseconds (`run_writer.py`); a worker that starts the job first creates the row itself. When
 that writer cannot reach Postgres, new sends raise `TrackingUnavailable` before anything is
-enqueued. The checks run before the broker is called, never in a `before_enqueue` hook:
-Dramatiq swallows plain exceptions raised by hooks (DESIGN §3).
+enqueued; the first send of a process checks that the database is migrated (else
+`SchemaNotMigrated`: "database not migrated: run `fleet db upgrade`"). The checks run before
+the broker is called, never in a `before_enqueue` hook: Dramatiq swallows plain exceptions
+raised by hooks (DESIGN §3).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import psycopg
 import redis
 
 from ..contracts.base import Payload
+from ..db import schema
 from ..errors import BrokerUnavailable, TrackingUnavailable
 from .context import request_id_var
 from .gate import EnqueueGate
@@ -48,6 +51,8 @@ class Sender:
         self.gate = gate
         self.writer = writer
         self.pool = pool
+        #: The database had every migration head when last checked (see `db/schema.py`).
+        self._migrated = False
 
     def send(
         self,
@@ -102,15 +107,25 @@ class Sender:
         the writer fresh, so the probe costs nothing on the hot path.
         """
         if not self.writer.healthy:
-            raise TrackingUnavailable(f"cannot record {job_id}: {self.writer.last_error}")
-        if time.monotonic() - self.writer.last_ok < PROBE_AFTER_S:
+            if "does not exist" in (self.writer.last_error or ""):
+                self._migrated = False  # a table is missing: say why, not "unavailable"
+            else:
+                raise TrackingUnavailable(f"cannot record {job_id}: {self.writer.last_error}")
+        if self._migrated and time.monotonic() - self.writer.last_ok < PROBE_AFTER_S:
             return
         try:
             with self.pool.connection() as conn:
-                conn.execute("SELECT 1")
+                if self._migrated:
+                    conn.execute("SELECT 1")
+                else:
+                    # Once per process: a send to an unmigrated database used to retry
+                    # `relation "job_runs" does not exist` and then enqueue an untracked job.
+                    schema.check(conn)
         except psycopg.Error as exc:
             raise TrackingUnavailable(f"cannot record {job_id}: {exc}") from exc
-        self.writer.mark_ok()
+        self._migrated = True
+        if self.writer.healthy:
+            self.writer.mark_ok()
 
     def flush(self, timeout: float = 10) -> bool:
         """Wait until the QUEUED rows of every send so far are written."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import dramatiq
 import structlog
-from dramatiq.errors import ActorNotFound
+from dramatiq.errors import ActorNotFound, Retry
 from dramatiq.middleware import Middleware, SkipMessage
 from dramatiq.middleware.middleware import MiddlewareError
 
@@ -35,8 +35,12 @@ TRACKING_DOWN_DELAY_MS = 3_000
 FINISH_PATIENCE_S = 30.0
 
 
-class TrackingDown(MiddlewareError):
-    """Postgres could not record the start of a run; the message is handed back."""
+class TrackingDown(MiddlewareError, Retry):
+    """Postgres could not record the start of a run; the message is handed back.
+
+    A `Retry` too: Dramatiq logs any other exception from a before-hook with its traceback,
+    one per message and per hand-back (thousands while Postgres was down); `run.start_not_recorded`
+    already says it in one line, and the consumers pause meanwhile (`db/watch.py`)."""
 
 
 class Tracking(Middleware):

@@ -18,9 +18,13 @@ def redis_check(client: redis.Redis) -> Callable[[], None]:
 
 
 def postgres_check(dsn: str) -> Callable[[], None]:
+    """Postgres answers and is migrated (every head of the migration scripts; else "database
+    not migrated: run `fleet db upgrade`")."""
+    from ..db import schema
+
     def check() -> None:
         with psycopg.connect(dsn, connect_timeout=2) as conn:
-            conn.execute("SELECT 1")
+            schema.check(conn)
 
     return check
 

@@ -1,0 +1,79 @@
+"""Is the database migrated? The revisions it records against the heads of the migration scripts.
+
+The migration tree has one head per domain branch (they branch off the kernel's `0001`), and
+more are added as the fleet grows: the check compares with the heads of the scripts shipped in
+this package, never with a revision written down here. A database is migrated when every script
+head is its recorded revision or an ancestor of one; a recorded revision these scripts do not
+know (a newer release migrated it) counts as ahead, not behind.
+
+Used by `send` (once per process, before the first enqueue), by every process's
+`/health/ready`, and by a worker before it fetches (`db/watch.py`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from ..errors import SchemaNotMigrated
+
+#: The Alembic scripts (the same folder `migrate.py` applies; alembic is imported only on use).
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+#: What every refusal says (the operator's next step).
+NOT_MIGRATED = "database not migrated: run `fleet db upgrade`"
+
+
+@cache
+def script_heads() -> frozenset[str]:
+    """The heads of the migration scripts shipped in this package (read once per process)."""
+    from alembic.script import ScriptDirectory
+
+    return frozenset(ScriptDirectory(str(MIGRATIONS)).get_heads())
+
+
+@cache
+def _reached(revisions: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """Every script revision at or below `revisions`, and whether one of them is unknown."""
+    from alembic.script import ScriptDirectory
+    from alembic.script.revision import ResolutionError
+    from alembic.util import CommandError
+
+    script = ScriptDirectory(str(MIGRATIONS))
+    reached: set[str] = set()
+    unknown = False
+    for revision in revisions:
+        try:
+            reached.update(r.revision for r in script.iterate_revisions(revision, "base"))
+        except (CommandError, ResolutionError):
+            unknown = True
+    return frozenset(reached), unknown
+
+
+def recorded(conn: psycopg.Connection[Any]) -> frozenset[str] | None:
+    """The revisions the database records; None when it has no `alembic_version` table."""
+    row = conn.execute("SELECT to_regclass('alembic_version') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return None
+    return frozenset(r[0] for r in conn.execute("SELECT version_num FROM alembic_version"))
+
+
+def missing_heads(revisions: frozenset[str] | None) -> list[str]:
+    """Script heads the database has not reached (all of them when it was never migrated)."""
+    heads = script_heads()
+    if not revisions:
+        return sorted(heads)
+    reached, unknown = _reached(revisions)
+    if unknown:
+        return []  # migrated by a newer release: ahead of these scripts, not behind
+    return sorted(heads - reached)
+
+
+def check(conn: psycopg.Connection[Any]) -> None:
+    """Raise `SchemaNotMigrated` unless the database has every head of the scripts."""
+    missing = missing_heads(recorded(conn))
+    if missing:
+        raise SchemaNotMigrated(f"{NOT_MIGRATED} (missing: {', '.join(missing)})")
