@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import dramatiq
@@ -11,7 +10,6 @@ from dramatiq.middleware import TimeLimit
 
 from .broker import FleetRedisBroker, build_broker
 from .config import Settings, get_settings
-from .consumer import consumers_check
 from .db.watch import RunStoreWatch
 from .jobs import catalog
 from .jobs.run_writer import RunWriter
@@ -28,11 +26,7 @@ from .runtime import Runtime, set_runtime
 
 
 def health_server(
-    settings: Settings,
-    service: str,
-    client: Any,
-    queues: list[str],
-    checks: dict[str, Callable[[], None]] | None = None,
+    settings: Settings, service: str, client: Any, queues: list[str]
 ) -> HealthServer | None:
     if not settings.health_port:
         return None
@@ -50,7 +44,6 @@ def health_server(
         checks={
             "redis": probes.redis_check(client),
             "postgres": probes.postgres_check(settings.database_dsn),
-            **(checks or {}),
         },
         metrics_token=settings.metrics_token,
         collector=ScrapeCollector(sample),
@@ -90,13 +83,7 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
     )
     services = ProcessServices(
         service=service,
-        make_server=lambda: health_server(
-            settings,
-            service,
-            broker.client,
-            sorted(catalog.QUEUES),
-            {"consumers": consumers_check(broker)},
-        ),
+        make_server=lambda: health_server(settings, service, broker.client, sorted(catalog.QUEUES)),
         on_stop=lambda: _stop(broker, writer),
     )
     for middleware in (
