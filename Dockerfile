@@ -3,9 +3,11 @@
 # docker on the build machine): `make compose-up` builds it.
 FROM python:3.11-slim
 
-# Tesseract (French and English) for the doc worker's scanned pages.
+# Tesseract (French and English) for the doc worker's scanned pages; DejaVu Sans, the font the
+# export worker embeds in PDF reports (EXPORT_PDF_FONT).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-fra tesseract-ocr-eng \
+    fonts-dejavu-core \
  && rm -rf /var/lib/apt/lists/*
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1

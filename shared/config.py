@@ -253,6 +253,15 @@ class Settings(BaseSettings):
     export_pdf_max_rows: int = Field(
         default=10_000, ge=1, description="Largest PDF report; bigger exports must use CSV/XLSX/ZIP"
     )
+    export_pdf_font: str = Field(
+        default="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        description="TrueType font embedded in PDF reports (Debian fonts-dejavu-core); "
+        "empty or missing: Helvetica, Latin-1 only",
+    )
+    export_pdf_font_bold: str = Field(
+        default="/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
+        description="Bold face of EXPORT_PDF_FONT (empty or missing: the regular face)",
+    )
 
     # --- doc worker: upload limits, page OCR, extraction (issue 7; workers/doc) ---
     doc_max_bytes: int = Field(

@@ -110,6 +110,8 @@ def _write(
             generated_at=x.clock().isoformat(timespec="seconds"),
             params=row.params,
             total=rows.total,
+            pdf_font=x.settings.export_pdf_font,
+            pdf_font_bold=x.settings.export_pdf_font_bold,
         )
         with x.storage.open_writer(object_key_for(row, fmt.extension), fmt.content_type) as writer:
             writer.on_token = lambda token: progress.save(

@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import re
 import uuid
 import zipfile
-import zlib
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+import structlog.testing
 
 from shared.errors import PermanentError
 from tests.workers.export.conftest import job_context, seed_ledger
@@ -41,6 +41,17 @@ def sheet_cells(data: bytes) -> list[list[tuple[str, str]]]:
             cells.append((c.get("t", "n"), text))
         rows.append(cells)
     return rows
+
+
+def pdf_text(data: bytes) -> list[str]:
+    """The text of each page as a reader extracts it (PDFium)."""
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(data)
+    try:
+        return [str(page.get_textpage().get_text_range()) for page in doc]
+    finally:
+        doc.close()
 
 
 def test_xlsx_keeps_numbers_numeric_and_neutralises_formula_text(
@@ -75,19 +86,55 @@ def test_pdf_report_has_pages_header_totals(
         "SELECT sum(debit) FROM ledger_entries WHERE org_id = %s", (org,)
     ).fetchone()[0]
     assert result["totals"] == {"debit": str(expected), "credit": "0.00"}
-    text = b"".join(
-        zlib.decompress(m)
-        for m in re.findall(rb"stream\r?\n(.*?)\r?\nendstream", data, re.S)
-        if m[:1] == b"x"
-    )
-    for needle in (
-        b"Accounting ledger",
-        b"Total: 300 rows",
-        str(expected).encode(),
-        b"journal = ",
-        b"Page 2/",
-    ):
+    text = "\n".join(pdf_text(data))
+    for needle in ("Accounting ledger", "Total: 300 rows", str(expected), "journal = ", "Page 2/"):
         assert needle in text, needle
+
+
+#: French accounting labels and other scripts: none of these is in Latin-1.
+UNICODE_LABELS = (
+    "Acompte 500 € — cœur d’activité",
+    "Œuvres sociales – « prime » …",
+    "Ζήτα Ελλάδα · Счёт №42 · Łódź ŠKODA",
+)
+
+
+def test_pdf_prints_every_character_of_the_data(
+    exporter: Exporter, db: psycopg.Connection[Any]
+) -> None:
+    org = uuid.uuid4()
+    for label in UNICODE_LABELS:
+        db.execute(
+            "INSERT INTO ledger_entries (org_id, entry_date, journal, account, label, debit, credit) "
+            "VALUES (%s, '2026-01-02', 'ŒUVRES', '6470', %s, 12.5, 0)",
+            (org, label),
+        )
+    payload = new_export(db, org, format="PDF", filters={"journal": "ŒUVRES"})
+    result = build_export(payload, job_context(org), exporter)
+
+    [page] = pdf_text(exporter.storage.read(result["key"]))
+    text = " ".join(page.split())
+    for label in UNICODE_LABELS:
+        assert label in text, (label, text)
+    assert 'journal = "ŒUVRES"' in text and "?" not in text
+    assert result["font"] == "DejaVuSans"
+
+
+def test_pdf_without_its_font_file_falls_back_to_latin1_helvetica(
+    exporter: Exporter, db: psycopg.Connection[Any], tmp_path: Path
+) -> None:
+    org = uuid.uuid4()
+    seed_ledger(db, org, 5)
+    exporter.settings = exporter.settings.model_copy(
+        update={"export_pdf_font": str(tmp_path / "absent.ttf")}
+    )
+    with structlog.testing.capture_logs() as logs:
+        result = build_export(new_export(db, org, format="PDF"), job_context(org), exporter)
+    assert result["font"] == "Helvetica" and result["rows"] == 5
+    assert "Écriture 3" in " ".join(pdf_text(exporter.storage.read(result["key"])))
+    assert [e["path"] for e in logs if e["event"] == "export.pdf_font_missing"] == [
+        str(tmp_path / "absent.ttf")
+    ]
 
 
 def test_zip_has_the_csv_and_a_manifest_with_count_and_checksum(

@@ -17,7 +17,7 @@ from ..registry import ExportType
 
 @dataclass(frozen=True)
 class Meta:
-    """What a file says about itself (PDF header, ZIP manifest)."""
+    """What a file says about itself (PDF header, ZIP manifest), and the PDF font files."""
 
     export_id: str
     org_id: str
@@ -26,6 +26,8 @@ class Meta:
     generated_at: str
     params: dict[str, Any]
     total: int
+    pdf_font: str = ""  # TrueType files (EXPORT_PDF_FONT, _BOLD); empty: built-in Helvetica
+    pdf_font_bold: str = ""
 
 
 @dataclass

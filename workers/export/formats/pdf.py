@@ -1,21 +1,34 @@
 """PDF: a paginated table report with fpdf2 (landscape A4): title, period, filters and
 generation time on the first page, the column header repeated on every page, a totals row (row
 count and the sums of the columns marked `total`), "Page n/N" footers. Text longer than its cell
-is cut with an ellipsis. The built-in Helvetica covers Latin-1: other characters print as `?`.
+is cut with an ellipsis.
+
+The text is set in the TrueType font of EXPORT_PDF_FONT (DejaVu Sans from Debian's
+fonts-dejavu-core by default: Latin, Greek, Cyrillic, punctuation such as `€ — œ ’`), embedded
+as a subset with its Unicode map, so every character of the data prints and can be copied or
+searched. When the font file is missing the report falls back to the built-in Helvetica, which
+covers Latin-1 only (other characters print as `?`), and logs `export.pdf_font_missing`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from decimal import Decimal
+from pathlib import Path
 from typing import IO, Any
+
+import structlog
 
 from ..cells import as_text, decimal_of
 from ..registry import ExportType
 from . import Batches, Format, Meta, Written
 
+log = structlog.get_logger("jobfleet.export")
+
 FONT_SIZE = 7
 LINE_H = 4.2
+EMBEDDED = "body"  # the family name the embedded font is registered under
 
 
 def _latin1(text: str) -> str:
@@ -28,6 +41,11 @@ def _report_class() -> type:
     class Report(FPDF):
         names: list[str]
         widths: list[float]
+        report_font = "Helvetica"
+
+        def text_of(self, text: str) -> str:
+            """`text` as the current font can print it (the built-in one: Latin-1 only)."""
+            return text if self.report_font == EMBEDDED else _latin1(text)
 
         def header(self) -> None:
             if self.page_no() > 1:
@@ -35,17 +53,37 @@ def _report_class() -> type:
 
         def footer(self) -> None:
             self.set_y(-10)
-            self.set_font("Helvetica", "I", 7)
+            self.set_font(self.report_font, "I", 7)
             self.cell(0, 4, f"Page {self.page_no()}/{{nb}}", align="C")
 
         def table_header(self) -> None:
-            self.set_font("Helvetica", "B", FONT_SIZE)
+            self.set_font(self.report_font, "B", FONT_SIZE)
             for name, width in zip(self.names, self.widths, strict=True):
-                self.cell(width, LINE_H + 1, _latin1(name), border=1)
+                self.cell(width, LINE_H + 1, self.text_of(name), border=1)
             self.ln()
-            self.set_font("Helvetica", size=FONT_SIZE)
+            self.set_font(self.report_font, size=FONT_SIZE)
 
     return Report
+
+
+def _embed_font(pdf: Any, meta: Meta) -> str:
+    """Register the configured TrueType font as the report's family; returns its name."""
+    regular = Path(meta.pdf_font) if meta.pdf_font else None
+    if regular is None or not regular.is_file():
+        if meta.pdf_font:
+            log.warning("export.pdf_font_missing", path=meta.pdf_font, fallback="Helvetica")
+        return "Helvetica"
+    bold = Path(meta.pdf_font_bold) if meta.pdf_font_bold else regular
+    if not bold.is_file():
+        log.warning("export.pdf_font_missing", path=meta.pdf_font_bold, fallback=str(regular))
+        bold = regular
+    # fontTools logs every step of the subsetting done at output at INFO: a dozen lines a report.
+    logging.getLogger("fontTools.subset").setLevel(logging.WARNING)
+    pdf.add_font(EMBEDDED, "", str(regular))
+    pdf.add_font(EMBEDDED, "B", str(bold))
+    pdf.add_font(EMBEDDED, "I", str(regular))  # the footer only: no italic face is needed
+    pdf.report_font = EMBEDDED
+    return regular.stem
 
 
 def write_pdf(out: IO[bytes], export_type: ExportType, batches: Batches, meta: Meta) -> Written:
@@ -57,17 +95,19 @@ def write_pdf(out: IO[bytes], export_type: ExportType, batches: Batches, meta: M
     scale = usable / sum(c.width for c in columns)
     pdf.names = export_type.column_names()
     pdf.widths = [c.width * scale for c in columns]
-    pdf.set_font("Helvetica", size=FONT_SIZE)
+    font = _embed_font(pdf, meta)
+    text_of = pdf.text_of
+    pdf.set_font(pdf.report_font, size=FONT_SIZE)
     # Characters that fit a cell, estimated once per column from the width of a digit.
     fits = [max(3, int(w / pdf.get_string_width("0")) - 1) for w in pdf.widths]
     aligns = ["R" if c.kind in ("int", "decimal") else "L" for c in columns]
 
     pdf.add_page()
-    pdf.set_font("Helvetica", "B", 14)
-    pdf.cell(0, 8, _latin1(meta.title), new_x="LMARGIN", new_y="NEXT")
-    pdf.set_font("Helvetica", size=8)
+    pdf.set_font(pdf.report_font, "B", 14)
+    pdf.cell(0, 8, text_of(meta.title), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(pdf.report_font, size=8)
     for line in _header_lines(meta):
-        pdf.cell(0, 4.5, _latin1(line), new_x="LMARGIN", new_y="NEXT")
+        pdf.cell(0, 4.5, text_of(line), new_x="LMARGIN", new_y="NEXT")
     pdf.ln(2)
     pdf.table_header()
 
@@ -79,19 +119,19 @@ def write_pdf(out: IO[bytes], export_type: ExportType, batches: Batches, meta: M
                 text = as_text(value)
                 if len(text) > fits[i]:
                     text = text[: fits[i] - 3] + "..."
-                pdf.cell(pdf.widths[i], LINE_H, _latin1(text), border="B", align=aligns[i])
+                pdf.cell(pdf.widths[i], LINE_H, text_of(text), border="B", align=aligns[i])
                 if i in totals:
                     totals[i] += decimal_of(value)
             pdf.ln()
             rows += 1
-    pdf.set_font("Helvetica", "B", FONT_SIZE)
+    pdf.set_font(pdf.report_font, "B", FONT_SIZE)
     for i, width in enumerate(pdf.widths):
         text = f"Total: {rows} rows" if i == 0 else (format(totals[i], "f") if i in totals else "")
-        pdf.cell(width, LINE_H + 1, _latin1(text), border="T", align="R" if i in totals else "L")
+        pdf.cell(width, LINE_H + 1, text, border="T", align="R" if i in totals else "L")
     pdf.ln()
     out.write(bytes(pdf.output()))
     shown_totals = {columns[i].name: format(v, "f") for i, v in totals.items()}
-    return Written(rows, {"pages": pdf.pages_count, "totals": shown_totals})
+    return Written(rows, {"pages": pdf.pages_count, "totals": shown_totals, "font": font})
 
 
 def _header_lines(meta: Meta) -> list[str]:
