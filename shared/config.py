@@ -199,6 +199,23 @@ class Settings(BaseSettings):
     email_run_due_batch: int = Field(
         default=500, ge=1, description="Due emails claimed per pass of email-seq:run_due"
     )
+    # A 4xx reply or an unreachable server is the server's state, not the email's fault
+    # (RFC 5321 §4.5.4.1): retried without spending attempts, for up to the outage window.
+    email_defer_min_s: float = Field(
+        default=60.0, gt=0, description="First retry after a 4xx reply or a connection failure"
+    )
+    email_defer_max_s: float = Field(
+        default=1_800.0, gt=0, description="Longest wait between two deferred tries (doubling)"
+    )
+    email_outage_window_s: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="How long 4xx replies and connection failures are retried before FAILED",
+    )
+    email_bounce_exempt_templates: list[str] = Field(
+        default_factory=list,
+        description="Templates still sent to an address that hard-bounced (default: none)",
+    )
 
     # --- storage port and export worker (issue 6; shared/storage, workers/export) ---
     storage_backend: str = Field(
