@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 
 class Runtime:
+    #: True for the test kit's runtime (`shared.testing`): sends and outbox events are recorded.
+    captures_sends = False
+
     def __init__(self, settings: Settings, *, broker: dramatiq.Broker | None = None) -> None:
         self.settings = settings
         self._broker = broker
@@ -112,6 +115,11 @@ def get_runtime() -> Runtime:
         with _lock:
             if _runtime is None:
                 _runtime = Runtime(get_settings())
+    return _runtime
+
+
+def installed_runtime() -> Runtime | None:
+    """The runtime installed so far, without building one."""
     return _runtime
 
 

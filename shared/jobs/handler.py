@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 P = TypeVar("P", bound=Payload)
 Handler = Callable[[P, JobContext], Any]
 
+#: Every job bound in this process, by job name (the test kit's `drain` runs them inline).
+BOUND: dict[str, BoundJob[Any]] = {}
+
 
 class BoundJob(Generic[P]):
     def __init__(self, spec: JobSpec[P], fn: Handler[P], actor: dramatiq.Actor[Any, Any]) -> None:
@@ -85,7 +88,9 @@ def handler(
             priority=0,
             options=options,
         )
-        return BoundJob(spec, fn, actor)
+        bound = BoundJob(spec, fn, actor)
+        BOUND[spec.name] = bound
+        return bound
 
     return decorate
 

@@ -62,5 +62,8 @@ class JobSpec(Generic[P]):
 
         return get_runtime().sender.send(self, payload, request_id=request_id, delay_ms=delay_ms)
 
+    def __hash__(self) -> int:  # a job is its name (usable as a mapping key: `{SPEC: handler}`)
+        return hash(self.name)
+
     def __repr__(self) -> str:
         return f"JobSpec({self.name!r}, queue={self.queue!r})"

@@ -1,0 +1,28 @@
+"""The pytest plugin a product enables in its own conftest:
+
+    pytest_plugins = ["shared.testing.plugin"]
+
+    def test_signup_sends_the_welcome_email(client, jobfleet):
+        client.post("/signup", json={...})
+        job = jobfleet.assert_sent(catalog.EMAIL_SEND, template_key="welcome")
+        jobfleet.drain({catalog.EMAIL_SEND: fake_send})
+
+The `jobfleet` fixture captures every send of the test (see `shared.testing.capture`); nothing
+reaches Redis or Postgres.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .capture import JobCapture
+
+
+@pytest.fixture
+def jobfleet() -> Iterator[JobCapture]:
+    """Sends of this test, captured: `assert_sent`, `assert_not_sent`, `sent_jobs`, `drain`."""
+    capture = JobCapture()
+    with capture.installed():
+        yield capture

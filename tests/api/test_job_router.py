@@ -1,0 +1,196 @@
+"""The job-status router on real Redis and Postgres: scoped by the caller's org, typed, redacted."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import pytest
+from fastapi import FastAPI, Header, HTTPException
+from fastapi.testclient import TestClient
+
+from shared.api import job_router
+from shared.jobs import runs
+from shared.runtime import Runtime
+from tests.support.jobs import ECHO, SLEEP
+from tests.support.wait import wait_run
+
+
+def caller_org(x_org: Annotated[str, Header()]) -> uuid.UUID:
+    return uuid.UUID(x_org)
+
+
+def caller_admin(x_admin: Annotated[str | None, Header()] = None) -> str:
+    if not x_admin:
+        raise HTTPException(403, "operators only")
+    return x_admin
+
+
+def make_app(runtime: Runtime) -> FastAPI:
+    app = FastAPI()
+    app.include_router(
+        job_router(
+            org=caller_org, admin=caller_admin, runtime=lambda: runtime, poll_interval_s=0.05
+        ),
+        prefix="/jobs",
+    )
+    return app
+
+
+@pytest.fixture
+def api(runtime: Runtime) -> Iterator[TestClient]:
+    with TestClient(make_app(runtime)) as client:
+        yield client
+
+
+def as_org(org: uuid.UUID, **extra: str) -> dict[str, str]:
+    return {"X-Org": str(org), **extra}
+
+
+def echo(org: uuid.UUID, message: str, **more: Any) -> dict[str, Any]:
+    return {"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": message, **more}
+
+
+def test_a_job_is_read_by_its_org_with_secrets_redacted(api: TestClient) -> None:
+    org = uuid.uuid4()
+    sent = SLEEP.send(
+        {"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": 0, "marker": "m"}
+    )
+    sent_secret = ECHO.send(echo(org, "hello"))
+
+    got = api.get(f"/jobs/{sent.job_id}", headers=as_org(org))
+
+    assert got.status_code == 200, got.text
+    body = got.json()
+    assert (body["job_id"], body["status"], body["job_name"]) == (
+        sent.job_id,
+        "QUEUED",
+        "test:sleep",
+    )
+    assert body["payload"]["marker"] == "m"
+    assert (
+        api.get(f"/jobs/{sent_secret.job_id}", headers=as_org(org)).json()["payload"]["message"]
+        == "hello"
+    )
+
+
+def test_payload_values_under_secret_keys_are_redacted(api: TestClient, runtime: Runtime) -> None:
+    org = uuid.uuid4()
+    sent = SLEEP.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": 0})
+    runtime.settle()
+    with runtime.pool.connection() as conn:  # a payload with a token, as a domain job may carry
+        conn.execute(
+            "UPDATE job_runs SET payload = payload || %s::jsonb WHERE job_id = %s",
+            (json.dumps({"token": "tok-s3cret", "nested": {"password": "pw-s3cret"}}), sent.job_id),
+        )
+
+    text = api.get(f"/jobs/{sent.job_id}", headers=as_org(org)).text
+
+    assert "s3cret" not in text and '"token":"***"' in text
+
+
+def test_another_org_gets_404_on_every_route(api: TestClient) -> None:
+    owner, other = uuid.uuid4(), uuid.uuid4()
+    sent = ECHO.send(echo(owner, "mine"))
+    admin = {"X-Admin": "ops@other.example"}
+
+    assert api.get(f"/jobs/{sent.job_id}", headers=as_org(other)).status_code == 404
+    assert api.post(f"/jobs/{sent.job_id}/cancel", headers=as_org(other)).status_code == 404
+    assert api.get(f"/jobs/{sent.job_id}/events", headers=as_org(other)).status_code == 404
+    assert (
+        api.post(
+            f"/jobs/dead-letters/{sent.job_id}/replay", headers=as_org(other, **admin)
+        ).status_code
+        == 404
+    )
+    assert api.get("/jobs", headers=as_org(other)).json()["items"] == []
+    # ... and the owner's job is untouched by those attempts.
+    assert api.get(f"/jobs/{sent.job_id}", headers=as_org(owner)).json()["status"] == "QUEUED"
+
+
+def test_jobs_are_listed_newest_first_in_keyset_pages_with_filters(api: TestClient) -> None:
+    org = uuid.uuid4()
+    entity = str(uuid.uuid4())
+    ids = [ECHO.send(echo(org, f"m{i}")).job_id for i in range(7)]
+    on_entity = ECHO.send({"org_id": str(org), "entity_id": entity, "message": "x"}).job_id
+    ECHO.send(echo(uuid.uuid4(), "another org"))
+
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        params: dict[str, Any] = {"limit": 3, "job_name": "test:echo"}
+        if cursor:
+            params["cursor"] = cursor
+        page = api.get("/jobs", params=params, headers=as_org(org)).json()
+        seen += [item["job_id"] for item in page["items"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+
+    assert pages == 3 and sorted(seen) == sorted([*ids, on_entity]) and len(set(seen)) == 8
+    by_entity = api.get("/jobs", params={"entity_id": entity}, headers=as_org(org)).json()
+    assert [item["job_id"] for item in by_entity["items"]] == [on_entity]
+    queued = api.get("/jobs", params={"status": "QUEUED"}, headers=as_org(org)).json()
+    assert len(queued["items"]) == 8
+    assert api.get("/jobs", params={"status": "NOPE"}, headers=as_org(org)).status_code == 422
+    bad = api.get("/jobs", params={"cursor": "not-a-cursor"}, headers=as_org(org))
+    assert bad.status_code == 400 and bad.json()["code"] == "BAD_CURSOR"
+
+
+def test_a_queued_job_is_canceled_and_a_finished_one_is_refused(api: TestClient) -> None:
+    org = uuid.uuid4()
+    sent = ECHO.send(echo(org, "later"))
+
+    first = api.post(f"/jobs/{sent.job_id}/cancel", headers=as_org(org))
+    again = api.post(f"/jobs/{sent.job_id}/cancel", headers=as_org(org))
+
+    assert first.json() == {"job_id": sent.job_id, "status": "CANCELED"}
+    assert again.status_code == 409 and again.json()["code"] == "INVALID_STATE"
+    run = runs.find(sent.job_id, org_id=org)
+    assert run is not None and run.status == "CANCELED"
+
+
+def test_events_stream_status_and_progress_until_completed(fleet: Any, api: TestClient) -> None:
+    org = uuid.uuid4()
+    sent = SLEEP.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": 0.6})
+
+    events = []
+    with api.stream("GET", f"/jobs/{sent.job_id}/events", headers=as_org(org)) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        for line in stream.iter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line.removeprefix("data: ")))
+
+    statuses = [event["status"] for event in events]
+    assert statuses[-1] == "COMPLETED" and events[-1]["terminal"] is True
+    assert "RUNNING" in statuses and all(not e["terminal"] for e in events[:-1])
+
+
+def test_dead_jobs_are_listed_and_replayed_by_an_admin_with_an_audit(
+    fleet: Any, api: TestClient
+) -> None:
+    org = uuid.uuid4()
+    sent = ECHO.send(echo(org, "permanent"))
+    wait_run(sent.job_id, "DEAD", org_id=org, timeout=15)
+    ops = as_org(org, **{"X-Admin": "ops@example.com"})
+
+    assert api.get("/jobs/dead-letters", headers=as_org(org)).status_code == 403
+    dead = api.get("/jobs/dead-letters", headers=ops).json()
+    assert [item["job_id"] for item in dead["items"]] == [sent.job_id]
+    assert dead["items"][0]["error_code"] == "TEST_PERMANENT"
+
+    replay = api.post(f"/jobs/dead-letters/{sent.job_id}/replay", headers=ops)
+
+    assert replay.status_code == 200 and replay.json()["replayed_by"] == "ops@example.com"
+    run = wait_run(sent.job_id, "DEAD", org_id=org, timeout=15)
+    assert (run.replay_count, run.replayed_by) == (1, "ops@example.com")
+    assert (
+        api.post(
+            f"/jobs/dead-letters/{ECHO.send(echo(org, 'x')).job_id}/replay", headers=ops
+        ).status_code
+        == 409
+    )
