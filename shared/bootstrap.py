@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dramatiq
@@ -10,6 +11,7 @@ from dramatiq.middleware import TimeLimit
 
 from .broker import FleetRedisBroker, build_broker
 from .config import Settings, get_settings
+from .consumer import consumers_check
 from .db.watch import RunStoreWatch
 from .jobs import catalog
 from .jobs.run_writer import RunWriter
@@ -26,7 +28,11 @@ from .runtime import Runtime, set_runtime
 
 
 def health_server(
-    settings: Settings, service: str, client: Any, queues: list[str]
+    settings: Settings,
+    service: str,
+    client: Any,
+    queues: list[str],
+    checks: dict[str, Callable[[], None]] | None = None,
 ) -> HealthServer | None:
     if not settings.health_port:
         return None
@@ -44,6 +50,7 @@ def health_server(
         checks={
             "redis": probes.redis_check(client),
             "postgres": probes.postgres_check(settings.database_dsn),
+            **(checks or {}),
         },
         metrics_token=settings.metrics_token,
         collector=ScrapeCollector(sample),
@@ -83,7 +90,13 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
     )
     services = ProcessServices(
         service=service,
-        make_server=lambda: health_server(settings, service, broker.client, sorted(catalog.QUEUES)),
+        make_server=lambda: health_server(
+            settings,
+            service,
+            broker.client,
+            sorted(catalog.QUEUES),
+            {"consumers": consumers_check(broker)},
+        ),
         on_stop=lambda: _stop(broker, writer),
     )
     for middleware in (

@@ -17,9 +17,12 @@ back-off instead of sleeping, so the next send wakes it at once.
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 import time
+from collections.abc import Callable
+from importlib import resources
 from typing import Any
 
 import redis
@@ -48,6 +51,97 @@ BACKLOG_LOG_EVERY_S = 30.0
 
 def wake_key(namespace: str, queue_name: str) -> str:
     return f"{namespace}:{queue_name}.wake"
+
+
+#: Dramatiq's "fetch" command, returning each message's Redis id with its data (Dramatiq's own
+#: returns the data only, so a message that cannot be decoded could not even be acknowledged).
+FETCH = resources.files("shared.jobs").joinpath("lua/fetch.lua").read_text()
+#: Pause after an undecodable message could not be recorded (the run store is down).
+UNDECODABLE_RETRY_S = 1.0
+#: Fields of a Dramatiq message and the types a worker can process.
+_SHAPE: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("queue_name", str),
+    ("actor_name", str),
+    ("args", (list, tuple)),
+    ("kwargs", dict),
+    ("options", dict),
+    ("message_id", str),
+)
+
+
+def _check_shape(message: Message[Any]) -> None:
+    for name, kind in _SHAPE:
+        if not isinstance(getattr(message, name), kind):
+            raise TypeError(f"{name} must be {kind}, got {type(getattr(message, name)).__name__}")
+
+
+def fetch(broker: Any, queue_name: str, count: int) -> list[tuple[str, bytes | None]]:
+    """Up to `count` messages as (Redis message id, data), moved to this worker's unacked set
+    and beating its heartbeat, as Dramatiq's own fetch does."""
+    script = broker.__dict__.get("fleet_fetch")
+    if script is None:
+        script = broker.__dict__["fleet_fetch"] = broker.client.register_script(FETCH)
+    reply = script(
+        keys=[broker.namespace],
+        args=[current_millis(), queue_name, broker.broker_id, count],
+    )
+    return [
+        (reply[i].decode() if isinstance(reply[i], bytes) else str(reply[i]), reply[i + 1])
+        for i in range(0, len(reply), 2)
+    ]
+
+
+def _undecodable_recorder(broker: Any) -> Callable[[str, str, bytes, Exception], Any] | None:
+    """The tracking middleware's `record_undecodable`, when this broker has one."""
+    for middleware in getattr(broker, "middleware", ()):
+        recorder = getattr(middleware, "record_undecodable", None)
+        if recorder is not None:
+            return recorder  # type: ignore[no-any-return]
+    return None
+
+
+def _consumer_threads(broker: Any) -> dict[str, threading.Thread]:
+    threads: dict[str, threading.Thread] = broker.__dict__.setdefault("fleet_consumer_threads", {})
+    return threads
+
+
+def dead_consumers(broker: Any) -> list[str]:
+    """Queues whose consumer thread died while it was meant to run (an error Dramatiq's own
+    restart loop did not catch): nothing is fetched from them until the process restarts."""
+    return sorted(
+        queue
+        for queue, thread in list(_consumer_threads(broker).items())
+        if not thread.is_alive() and getattr(thread, "running", False)
+    )
+
+
+def dead_consumers_key(namespace: str) -> str:
+    """Hash: worker (broker) id -> JSON {queues, at (ms)} of its dead consumer threads, written
+    by its heartbeat while any is dead (read by `fleet status`)."""
+    return f"{namespace}:jobfleet:dead-consumers"
+
+
+def report_dead_consumers(broker: Any) -> list[str]:
+    """Publish this worker's dead consumer threads (if any) for `fleet status`."""
+    dead = dead_consumers(broker)
+    if dead:
+        broker.client.hset(
+            dead_consumers_key(broker.namespace),
+            broker.broker_id,
+            json.dumps({"queues": dead, "at": current_millis()}),
+        )
+    return dead
+
+
+def consumers_check(broker: Any) -> Callable[[], None]:
+    """A readiness check (`/health/ready`): fails while any consumer thread is dead."""
+
+    def check() -> None:
+        dead = dead_consumers(broker)
+        if dead:
+            raise RuntimeError(f"consumer thread dead for queue(s) {', '.join(dead)}")
+
+    return check
 
 
 class Acker:
@@ -155,6 +249,10 @@ def _ack_many(items: list[tuple[Any, Any]]) -> None:
     pipe = broker.client.pipeline(transaction=False)
     now = current_millis()
     for consumer, message in items:
+        redis_id = message.options.get("redis_message_id")
+        if redis_id is None:  # cannot happen for a fetched message (`_decode` sets it)
+            log.error("run.ack_without_redis_id", message_id=message.message_id)
+            continue
         args = [
             "ack",
             now,
@@ -164,7 +262,7 @@ def _ack_many(items: list[tuple[Any, Any]]) -> None:
             broker.dead_message_ttl,
             0,  # no maintenance on acks (Dramatiq never does either)
             broker._max_unpack_size(),
-            message.options["redis_message_id"],
+            redis_id,
         ]
         dispatch(keys=[broker.namespace], args=args, client=pipe)
     pipe.execute()
@@ -173,6 +271,13 @@ def _ack_many(items: list[tuple[Any, Any]]) -> None:
 
 
 class FleetRedisConsumer(_RedisConsumer):
+    def __init__(self, broker: Any, queue_name: str, prefetch: int, timeout: int) -> None:
+        super().__init__(broker, queue_name, prefetch, timeout)  # type: ignore[no-untyped-call]
+        self.message_cache: list[tuple[str, bytes | None]] = []
+        # Dramatiq's consumer thread builds its consumer in its own thread: remember it, so
+        # that readiness can tell when it died (`dead_consumers`).
+        _consumer_threads(broker)[queue_name] = threading.current_thread()
+
     def ack(self, message: Any) -> None:
         durable = getattr(message, "fleet_durable", None)
         if durable is None:
@@ -194,11 +299,13 @@ class FleetRedisConsumer(_RedisConsumer):
                     watch.wait(BACKLOG_WAIT_S)
                     return None
                 try:
-                    data = self.message_cache.pop(0)
+                    redis_id, data = self.message_cache.pop(0)
                     if data is None:
                         continue
                     self.misses = 0
-                    message = Message.decode(data)
+                    message = self._decode(redis_id, data)
+                    if message is None:  # recorded as a DEAD run and acknowledged
+                        continue
                     self.queued_message_ids.add(message.message_id)
                     return MessageProxy(message)
                 except IndexError:
@@ -208,8 +315,10 @@ class FleetRedisConsumer(_RedisConsumer):
                         self.broker.acker.wait_for_room(BACKLOG_WAIT_S)
                         return None
                     if self.outstanding_message_count < self.prefetch:
-                        self.message_cache = messages = self.broker.do_fetch(
-                            self.queue_name, self.prefetch - self.outstanding_message_count
+                        self.message_cache = messages = fetch(
+                            self.broker,
+                            self.queue_name,
+                            self.prefetch - self.outstanding_message_count,
                         )
                     if not messages:
                         self.misses, backoff_ms = compute_backoff(
@@ -224,16 +333,56 @@ class FleetRedisConsumer(_RedisConsumer):
         """Hand back the messages fetched but never given to a worker thread: Dramatiq leaves
         them in this worker's unacknowledged set, where they wait for the heartbeat
         maintenance to declare the worker dead (~5 s) before anyone else can run them."""
-        cached = [data for data in self.message_cache if data is not None]
+        # The ids come from the fetch, not from the data: nothing is decoded here (a message
+        # that cannot be decoded must not stop this from returning the others).
+        ids = [redis_id for redis_id, data in self.message_cache if data is not None]
         self.message_cache = []
-        if cached:
-            ids = [Message.decode(data).options["redis_message_id"] for data in cached]
+        if ids:
             try:
                 self.broker.do_requeue(self.queue_name, *ids)
                 log.info("consumer.prefetch_returned", queue=self.queue_name, messages=len(ids))
             except redis.ConnectionError as exc:  # the heartbeat maintenance will return them
                 log.warning("consumer.prefetch_not_returned", messages=len(ids), error=str(exc))
         super().close()
+
+    def _decode(self, redis_id: str, data: bytes) -> Message[Any] | None:
+        """The message, or None when `data` is no Dramatiq message: then it is recorded as a
+        DEAD run (`UNDECODABLE`) and acknowledged, and this consumer goes on."""
+        try:
+            message: Message[Any] = Message.decode(data)
+            _check_shape(message)
+        except Exception as exc:  # DecodeError, RecursionError, a field of the wrong type
+            self._undecodable(redis_id, data, exc)
+            return None
+        # The id this message is stored under is the one its ack must remove, whatever (if
+        # anything) its options say; and it is processed as a message of the queue it came from.
+        if message.options.get("redis_message_id") != redis_id:
+            message.options["redis_message_id"] = redis_id
+        if message.queue_name != self.queue_name:
+            message = message.copy(queue_name=self.queue_name)
+        return message
+
+    def _undecodable(self, redis_id: str, data: bytes, error: Exception) -> None:
+        recorder = _undecodable_recorder(self.broker)
+        log.error(
+            "consumer.undecodable",
+            queue=self.queue_name,
+            redis_message_id=redis_id,
+            size=len(data),
+            error=f"{type(error).__name__}: {error}"[:300],
+        )
+        if recorder is None:
+            # No run store in this process: out of the queue into Redis's dead-letter set.
+            self.broker.do_nack(self.queue_name, redis_id)
+            return
+        try:
+            recorder(self.queue_name, redis_id, data, error)
+        except Exception as exc:  # the run store is down: hand it back, try again later
+            log.warning("consumer.undecodable_not_recorded", error=str(exc)[:300])
+            self.broker.do_requeue(self.queue_name, redis_id)
+            time.sleep(UNDECODABLE_RETRY_S)
+            return
+        self.broker.do_ack(self.queue_name, redis_id)
 
     def _idle_wait(self, backoff_ms: int) -> None:
         """Sleep for the back-off, unless a send to this queue wakes us first."""

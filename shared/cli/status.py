@@ -65,17 +65,26 @@ def heartbeats(settings: Settings, *, now_ms: float | None = None) -> Section:
     """Consumers whose heartbeat is younger than `heartbeat_timeout_ms` (Dramatiq's own rule)."""
     import redis
 
+    from shared.consumer import dead_consumers_key
+
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
     try:
         beats: list[Any] = list(
             client.zrange(f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True)
         )
+        dead_raw = client.hgetall(dead_consumers_key(settings.broker_namespace))
     finally:
         client.close()
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     ages = [now_ms - float(score) for _, score in beats]
     alive = [age for age in ages if age < settings.heartbeat_timeout_ms]
-    return {"alive": len(alive), "stale": len(beats) - len(alive)}
+    # Workers whose consumer thread died (the process beats on, but fetches nothing from them).
+    dead: dict[str, list[str]] = {}
+    for worker, raw in dead_raw.items():
+        entry = json.loads(raw)
+        if now_ms - float(entry["at"]) < settings.heartbeat_timeout_ms:
+            dead[worker.decode() if isinstance(worker, bytes) else str(worker)] = entry["queues"]
+    return {"alive": len(alive), "stale": len(beats) - len(alive), "dead_consumers": dead}
 
 
 def processes(state_file: Path) -> Section:
@@ -249,6 +258,10 @@ def render(report: dict[str, Section]) -> None:
     beats = w["heartbeats"]
     line = beats.get("error") or f"{beats['alive']} consumer(s) alive, {beats['stale']} stale"
     out.print(f"[bold]workers[/bold]: {cell(line)}")
+    for worker, dead_queues in (beats.get("dead_consumers") or {}).items():
+        out.print(
+            f"  [red]consumer thread dead[/red] on {cell(worker)}: {cell(', '.join(dead_queues))}"
+        )
     if w.get("processes"):
         procs = Table(header_style="bold")
         for name in ("process", "pid", "restarts", "state", "health"):

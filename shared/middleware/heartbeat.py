@@ -16,6 +16,8 @@ import dramatiq
 import structlog
 from dramatiq.middleware import Middleware
 
+from ..consumer import report_dead_consumers
+
 log = structlog.get_logger("jobfleet.heartbeat")
 
 
@@ -43,6 +45,7 @@ class Heartbeat(Middleware):
                     broker.get_declared_queues() | broker.get_declared_delay_queues()
                 ):
                     broker.maintain(queue)
+                report_dead_consumers(broker)
                 if failing:
                     log.info("heartbeat.recovered")
                 failing = False

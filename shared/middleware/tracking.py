@@ -7,6 +7,7 @@ the outcome is durable in Postgres before the message is acknowledged.
 
 from __future__ import annotations
 
+import base64
 import random
 import time
 from datetime import UTC, datetime
@@ -19,12 +20,13 @@ from dramatiq.middleware import Middleware, SkipMessage
 from dramatiq.middleware.middleware import MiddlewareError
 
 from ..config import RetryPolicy, Settings
+from ..contracts.base import SYSTEM_ORG
 from ..errors import AlreadyDone, PermanentError, RetryLater
 from ..jobs import catalog
 from ..jobs.context import JobContext, set_current_job
 from ..jobs.gate import dedup_key
 from ..jobs.message import MessageInfo, message_info
-from ..jobs.outcome import Outcome, decide
+from ..jobs.outcome import ERROR_MAX_CHARS, Outcome, decide
 from ..jobs.run_writer import Finish, RowRefused, RunWriter
 
 log = structlog.get_logger("jobfleet.tracking")
@@ -99,6 +101,40 @@ class Tracking(Middleware):
         message.fleet_ctx = ctx
         message.fleet_started = time.monotonic()
         message.fleet_token = set_current_job(ctx)
+
+    def record_undecodable(self, queue: str, redis_id: str, data: bytes, error: Exception) -> None:
+        """Record bytes that are no Dramatiq message as a DEAD run (`UNDECODABLE`), keyed by
+        `raw:<queue>:<redis message id>`, with the bytes kept up to `RAW_KEPT_BYTES`; returns
+        once the row is durable (the consumer then acknowledges the message). Raises when the
+        run store cannot record it."""
+        queue = queue.removesuffix(".DQ")
+        info = MessageInfo(
+            job_id=f"raw:{queue}:{redis_id}",
+            job_name=UNDECODABLE_JOB,
+            queue=queue,
+            org_id=SYSTEM_ORG,
+            attempt=1,
+            message_id=redis_id,
+            request_id=None,
+            entity_type=None,
+            entity_id=None,
+            payload=raw_payload(redis_id, data),
+            sent_at=None,
+        )
+        if self.writer.start_run(info, 1) is None:
+            return  # recorded already (an earlier delivery whose ack was lost)
+        detail = f"{type(error).__name__}: {error}"
+        cause = error.__cause__ or error.__context__
+        if cause is not None:
+            detail += f" ({type(cause).__name__}: {str(cause)[:200]})"
+        self.writer.finish_run(
+            Finish(
+                info.job_id,
+                "DEAD",
+                error_code="UNDECODABLE",
+                error=f"not a Dramatiq message ({len(data)} bytes): {detail}"[:ERROR_MAX_CHARS],
+            )
+        )
 
     def after_skip_message(self, broker: dramatiq.Broker, message: Any) -> None:
         message.fleet_outcome = Outcome("SKIPPED")
@@ -239,6 +275,31 @@ class Tracking(Middleware):
             if nack:
                 message.fail()
             return False
+
+
+#: The job name of a run recorded for bytes that are no Dramatiq message.
+UNDECODABLE_JOB = "(undecodable)"
+#: Most bytes of an undecodable message kept on its run.
+RAW_KEPT_BYTES = 8_192
+
+
+def raw_payload(redis_id: str, data: bytes) -> dict[str, Any]:
+    """What a run keeps of an undecodable message: its bytes (as text when they are UTF-8
+    that Postgres can store, else base64) up to `RAW_KEPT_BYTES`."""
+    kept: dict[str, Any] = {
+        "redis_message_id": redis_id,
+        "size": len(data),
+        "truncated": len(data) > RAW_KEPT_BYTES,
+    }
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and "\x00" not in text:
+        kept["raw"] = text[:RAW_KEPT_BYTES]
+    else:
+        kept["raw_base64"] = base64.b64encode(data[:RAW_KEPT_BYTES]).decode()
+    return kept
 
 
 class _PendingOutcome:

@@ -62,7 +62,7 @@ def test_report_shows_ready_and_dead_jobs_fresh_heartbeats_and_the_outbox_backlo
 
     assert report["queues"]["email"] == {"ready": 1, "delayed": 0, "dead": 0}
     assert report["queues"]["doc"]["dead"] == 1
-    assert report["workers"]["heartbeats"] == {"alive": 1, "stale": 1}
+    assert report["workers"]["heartbeats"] == {"alive": 1, "stale": 1, "dead_consumers": {}}
     assert report["workers"]["processes"] == []  # no `make run` state here
     assert report["outbox"]["pending"] == 1 and report["outbox"]["oldest_pending_s"] >= 29
     assert report["indexer"]["cursor"] is None
