@@ -30,6 +30,17 @@ class ExportParams(BaseModel):
     date_range: DateRange | None = None
     format: Literal["CSV", "XLSX", "PDF", "ZIP"] = "CSV"
     filters: dict[str, Any] = Field(default_factory=dict)
+    bom: bool = Field(
+        default=False,
+        description="CSV (also inside ZIP) starts with a UTF-8 byte order mark, so that Excel "
+        "on Windows reads it as UTF-8",
+    )
+
+    @model_validator(mode="after")
+    def _bom_for_csv(self) -> ExportParams:
+        if self.bom and self.format not in ("CSV", "ZIP"):
+            raise ValueError("bom applies to CSV and ZIP only")
+        return self
 
 
 class ExportBuildV1(Payload):

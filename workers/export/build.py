@@ -17,7 +17,7 @@ from typing import IO, Any, cast
 
 import structlog
 
-from shared.contracts.export import ExportBuildV1
+from shared.contracts.export import ExportBuildV1, ExportParams
 from shared.errors import JobCanceled, PermanentError
 from shared.jobs.context import JobContext
 from shared.storage import StoredObject, object_key
@@ -60,7 +60,8 @@ def build_export(payload: ExportBuildV1, job: JobContext, x: Exporter) -> dict[s
     if row.status == "CANCELED":
         raise JobCanceled(f"export {row.id} was canceled")
     try:
-        if row.type != payload.type or row.params != payload.params.model_dump(mode="json"):
+        # Compared as models: a row written before a parameter was added lacks its default.
+        if row.type != payload.type or _params(row.params) != payload.params:
             raise PermanentError(f"payload does not match export {row.id}", code="EXPORT_MISMATCH")
         export_type = registry.get(row.type)
         fmt = formats.get(payload.params.format)
@@ -84,6 +85,13 @@ def build_export(payload: ExportBuildV1, job: JobContext, x: Exporter) -> dict[s
         "sha256": stored.sha256,
         **written.extra,
     }
+
+
+def _params(stored: dict[str, Any]) -> ExportParams | None:
+    try:
+        return ExportParams.model_validate(stored)
+    except ValueError:
+        return None
 
 
 def _write(

@@ -1,10 +1,11 @@
-"""Cell values as files show them, and the formula-injection guard of CSV and XLSX.
+"""Cell values as files show them, and the formula-injection guard of CSV.
 
-A spreadsheet treats a cell that starts with `=`, `+`, `-` or `@` (and, in some programs, a tab
-or carriage return) as a formula: a value a user controls (an email subject, a ledger label)
-could run `=HYPERLINK(...)` or DDE on the machine of whoever opens the export. Text cells that
-start with one of these are prefixed with a single quote, which shows the text as typed. Only
-text columns are guarded: numbers and dates are written as such (`-12.50` stays a number).
+A spreadsheet opening a CSV treats a cell that starts with `=`, `+`, `-` or `@` (and, in some
+programs, a tab or carriage return) as a formula: a value a user controls (an email subject, a
+ledger label) could run `=HYPERLINK(...)` or DDE on the machine of whoever opens the export.
+Text cells that start with one of these are prefixed with a single quote, which shows the text
+as typed. Only text columns are guarded: numbers and dates are written as such (`-12.50` stays
+a number). XLSX needs no guard: its text cells are typed strings, which are never formulas.
 """
 
 from __future__ import annotations
@@ -18,13 +19,6 @@ from typing import Any
 from .registry import Column
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-
-def neutralise(value: str) -> str:
-    """The text shown as typed by spreadsheets (a leading `'` before a formula trigger)."""
-    if value and value.startswith(FORMULA_PREFIXES):
-        return "'" + value
-    return value
 
 
 def text_indexes(columns: Sequence[Column]) -> tuple[int, ...]:

@@ -57,6 +57,9 @@ def create(
     start: Annotated[str | None, typer.Option(help="First day (YYYY-MM-DD)")] = None,
     end: Annotated[str | None, typer.Option(help="Last day (YYYY-MM-DD)")] = None,
     filter: Annotated[list[str] | None, typer.Option("--filter", help="K=V (repeatable)")] = None,
+    bom: Annotated[
+        bool, typer.Option("--bom", help="CSV/ZIP: start with a UTF-8 BOM (for Excel on Windows)")
+    ] = False,
 ) -> None:
     """Insert an export and stage its export:build job (outbox, one transaction)."""
     from shared.runtime import get_runtime
@@ -64,6 +67,8 @@ def create(
     from .requests import request_export
 
     params: dict[str, object] = {"format": format.upper(), "filters": _filters(filter or [])}
+    if bom:
+        params["bom"] = True
     if start or end:
         params["date_range"] = {
             "start": date.fromisoformat(start or end or ""),

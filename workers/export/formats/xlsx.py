@@ -1,7 +1,9 @@
 """XLSX with xlsxwriter in constant-memory mode: each row is flushed to a temporary file as it
 is written, then the workbook is zipped into the output stream. Numbers stay numbers, dates are
-Excel dates (UTC), text cells are written as strings (never parsed as formulas, numbers or
-URLs) and neutralised. A sheet holds at most 1,048,575 data rows; more go to the next sheet.
+Excel dates (UTC), text cells are written as strings: never parsed as formulas, numbers or
+URLs, so they hold the data exactly (no formula guard: a string cell is not a formula, and the
+`'` that CSV needs would only alter the value here). A sheet holds at most 1,048,575 data rows;
+more go to the next sheet.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import IO, Any
 
-from ..cells import neutralise
 from ..registry import ExportType
 from . import Batches, Format, Meta, Written
 
@@ -81,16 +82,14 @@ def _cell_writer(kind: str, formats: dict[str, Any]) -> CellWriter:
         def write_date(s: Any, r: int, c: int, v: Any) -> Any:
             if isinstance(v, datetime | date):
                 return s.write_datetime(r, c, v, fmt)
-            return s.write_string(r, c, neutralise(str(v)))
+            return s.write_string(r, c, str(v))
 
         return write_date
     if kind == "bool":
         return lambda s, r, c, v: s.write_boolean(r, c, bool(v))
     if kind == "json":
-        return lambda s, r, c, v: s.write_string(
-            r, c, neutralise(v if isinstance(v, str) else json.dumps(v))
-        )
-    return lambda s, r, c, v: s.write_string(r, c, neutralise(str(v)))
+        return lambda s, r, c, v: s.write_string(r, c, v if isinstance(v, str) else json.dumps(v))
+    return lambda s, r, c, v: s.write_string(r, c, str(v))
 
 
 FORMAT = Format(
