@@ -65,7 +65,7 @@ def build_export(payload: ExportBuildV1, job: JobContext, x: Exporter) -> dict[s
             raise PermanentError(f"payload does not match export {row.id}", code="EXPORT_MISMATCH")
         export_type = registry.get(row.type)
         fmt = formats.get(payload.params.format)
-        plan = query.plan(export_type, payload.params, row.org_id)
+        plan = query.plan(export_type, payload.params, row.org_id, own_job_id=job.job_id)
         _discard_leftovers(job, x)
         with x.pool.connection() as conn:
             store.mark_running(conn, row.id, row.org_id)

@@ -36,6 +36,7 @@ JOB_RUNS = register(
         ),
         order_by="queued_at, id",
         date_sql="queued_at",
+        own_job_sql="job_id",
         filters={
             "status": Filter("status", choices=RUN_STATUSES),
             "job_name": Filter("job_name"),

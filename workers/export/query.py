@@ -51,9 +51,15 @@ class Plan:
     params: dict[str, Any]
 
 
-def plan(export_type: ExportType, params: ExportParams, org_id: UUID) -> Plan:
+def plan(
+    export_type: ExportType, params: ExportParams, org_id: UUID, *, own_job_id: str | None = None
+) -> Plan:
+    """The queries of an export; `own_job_id` (the building job) is left out of a list of jobs."""
     where = [f"{export_type.org_sql} = %(org_id)s"]
     bound: dict[str, Any] = {"org_id": org_id}
+    if export_type.own_job_sql and own_job_id is not None:
+        where.append(f"{export_type.own_job_sql} <> %(own_job_id)s")
+        bound["own_job_id"] = own_job_id
     if params.date_range is not None and export_type.date_sql:
         where.append(f"{export_type.date_sql} >= %(date_start)s")
         where.append(f"{export_type.date_sql} < %(date_end)s")

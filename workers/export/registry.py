@@ -45,6 +45,9 @@ class ExportType:
     date_sql: str | None = None
     org_sql: str = "org_id"
     filters: dict[str, Filter] = field(default_factory=dict)
+    #: The column of a source that lists jobs: the export's own job (RUNNING while it writes the
+    #: file) is left out of it.
+    own_job_sql: str | None = None
 
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]

@@ -21,7 +21,7 @@ from shared.outbox import relay_once
 from shared.storage.backends.s3 import S3Backend
 from tests.support.wait import wait_for
 from tests.workers.export.conftest import ExportWorker, job_context, seed_ledger
-from tests.workers.export.test_build import new_export
+from tests.workers.export.test_build import new_export, read_csv
 from workers.export import registry
 from workers.export.build import build_export
 from workers.export.cli import app
@@ -121,3 +121,32 @@ def test_an_s3_export_is_uploaded_in_parts_with_a_matching_file_object(
     ).fetchone()
     assert fo == ("S3", s3_storage.bucket, result["size_bytes"], result["sha256"])
     assert hashlib.sha256(s3_storage.read(result["key"])).hexdigest() == result["sha256"]
+
+
+def test_an_unfiltered_job_runs_export_leaves_out_its_own_running_job(
+    export_worker: ExportWorker, db: psycopg.Connection[Any]
+) -> None:
+    org = uuid.uuid4()
+    for i, state in enumerate(("COMPLETED", "DEAD")):
+        db.execute(
+            "INSERT INTO job_runs (org_id, job_name, job_id, queue, status) "
+            "VALUES (%s, 'email:send', %s, 'email', %s)",
+            (org, f"{org}:email:send:{i}", state),
+        )
+    earlier, earlier_job = request_export(
+        export_worker.runtime, org_id=org, requested_by=uuid.uuid4(), type="ACCOUNTING"
+    )
+    _, job_id = request_export(
+        export_worker.runtime, org_id=org, requested_by=uuid.uuid4(), type="JOB_RUNS"
+    )
+    relay_once(export_worker.runtime, now=datetime.now(UTC))
+    run = wait_for(
+        lambda: (r := runs.find(job_id, org_id=org)) and r.status == "COMPLETED" and r, timeout=30
+    )
+    wait_for(lambda: status(db, earlier) == "COMPLETED", timeout=30)
+
+    listed = [row[0] for row in read_csv(export_worker.exporter.storage, run.result["key"])[1:]]
+    assert job_id not in listed, "the export lists its own job, RUNNING while it writes"
+    assert {f"{org}:email:send:0", f"{org}:email:send:1"} <= set(listed)
+    assert run.result["rows"] == len(listed)
+    assert earlier_job in listed, "another export's job is listed like any other"
