@@ -137,6 +137,7 @@ def main() -> None:
         config = LotteryConfig(ticket_price_wei=TICKET, round_duration_s=ROUND_S, min_players=5)
         contracts = deploy_reference(client, owner, operator=owner.address, config=config)
         lottery = contracts[LOTTERY].address
+        scope = {"chain_id": node.chain_id, "contract": lottery}
         from pydantic import SecretStr
 
         ring = Keyring.from_settings({"bench": SecretStr(kek)}, "bench")
@@ -167,7 +168,7 @@ def main() -> None:
                 rounds = cancelled_rounds(client, owner, lottery, payers, n // len(payers))
                 jobs = [
                     catalog.CHAIN_CLAIM_REFUND.send(
-                        {"org_id": SYSTEM_ORG, "round_id": r, "payer": p.address}
+                        {"org_id": SYSTEM_ORG, **scope, "round_id": r, "payer": p.address}
                     ).job_id
                     for r in rounds
                     for p in payers
@@ -177,7 +178,12 @@ def main() -> None:
             base = 1_000_000 * (rep + 1)
             jobs = [
                 catalog.CHAIN_MINT_BADGE.send(
-                    {"org_id": SYSTEM_ORG, "round_id": base + i, "player": accounts[5].address}
+                    {
+                        "org_id": SYSTEM_ORG,
+                        **scope,
+                        "round_id": base + i,
+                        "player": accounts[5].address,
+                    }
                 ).job_id
                 for i in range(n)
             ]

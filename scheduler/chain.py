@@ -18,11 +18,12 @@ import structlog
 from shared.chain.abi import BADGE, LOTTERY
 from shared.chain.client import ChainClient
 from shared.chain.errors import ContractNotDeployed, RpcUnavailable
+from shared.chain.genesis import check_genesis
 from shared.chain.indexer import IndexerConfig, SyncResult, sync_once
 from shared.chain.journal import ActionJournal
 from shared.chain.keeper import KeeperDeps, KeeperResult, lock_ttl_ms, run_once
 from shared.chain.keys import Keyring
-from shared.chain.lock import SignerLocks
+from shared.chain.lock import SignerLocks, signer_lock_prefix
 from shared.chain.registry import contract_address, deployments
 from shared.chain.transactions import TxPolicy, TxSender
 from shared.chain.wallets import load_operator
@@ -45,6 +46,10 @@ def build(runtime: Runtime) -> ChainJobs:
     s = runtime.settings
     client = ChainClient.connect(s.chain_rpc_url, timeout_s=s.chain_rpc_timeout_s)
     chain_id = client.check_chain(s.chain_id)
+    with runtime.pool.connection() as conn:
+        reset = check_genesis(conn, client, chain_id)
+    if reset is not None and reset.archived:
+        runtime.sender.gate.forget(reset.archived)  # the new chain's round 1 may be sent again
     with runtime.pool.connection() as conn:
         lottery = contract_address(conn, chain_id, LOTTERY, override=s.chain_lottery_address)
         badge = contract_address(conn, chain_id, BADGE, override=s.chain_badge_address)
@@ -69,6 +74,7 @@ def build(runtime: Runtime) -> ChainJobs:
         chain_id=chain_id,
         ttl_ms=s.chain_signer_lock_ttl_ms,
         wait_ms=s.chain_signer_lock_wait_ms,
+        prefix=signer_lock_prefix(s.broker_namespace),
     )
     keyring = Keyring.from_settings(s.chain_keks, s.chain_kek_id)
 

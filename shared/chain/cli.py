@@ -1,6 +1,7 @@
 """`fleet chain ...` and `fleet wallets ...` (registered lazily by `shared.cli.main`).
 
     fleet chain deploy [--dev]     deploy the reference contracts, record their addresses
+                                   (--dev: anvil's first account as the operator; dev chains only)
     fleet chain status             node, chain id, recorded contracts, operator wallet
     fleet wallets new-kek          print a fresh key-encryption key for CHAIN_KEKS
     fleet wallets import           store a private key read from stdin (operator or embedded)
@@ -23,6 +24,7 @@ import typer
 
 from ..cli import output
 from ..config import Settings, get_settings
+from .abi import BADGE, COORDINATOR, LOTTERY
 from .keys import Keyring, new_kek
 
 app = typer.Typer(help="Blockchain: reference contracts, node status.", no_args_is_help=True)
@@ -57,19 +59,53 @@ def deploy(
     ] = 10**15,
     round_duration_s: Annotated[int, typer.Option(help="Length of a round.")] = 3_600,
     min_players: Annotated[int, typer.Option(help="Players needed for a draw.")] = 2,
+    if_missing: Annotated[
+        bool,
+        typer.Option(
+            "--if-missing",
+            help="Keep the recorded contracts when the node still has their code (make run).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Deploy coordinator, lottery and badge NFT with the operator key; record them per chain."""
     from .client import ChainClient
     from .deploy import LotteryConfig, deploy_reference
-    from .devnet import dev_accounts
-    from .registry import record_deployment
+    from .devnet import dev_accounts, dev_chain
+    from .registry import deployments, record_deployment
     from .wallets import OPERATOR, load_operator, store_wallet
 
     settings = get_settings()
     client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
     chain_id = client.check_chain(settings.chain_id)
+    if dev:
+        is_dev, node = dev_chain(client)
+        if not is_dev:
+            output.err.print(
+                f"refusing --dev on {node}: not a development chain (chain id 31337 or anvil,"
+                " Hardhat, Ganache); the public dev key would become the operator."
+                " Import an operator key with `fleet wallets import --operator` instead."
+            )
+            raise typer.Exit(2)
     keyring = _keyring(settings)
+    if if_missing:
+        with _db(settings) as conn:
+            recorded = deployments(conn, chain_id)
+            operator_now = load_operator(conn, keyring)
+        wanted = (COORDINATOR, LOTTERY, BADGE)
+        if operator_now is not None and all(
+            name in recorded and _has_code(client, recorded[name].address) for name in wanted
+        ):
+            kept = {
+                "chain_id": chain_id,
+                "operator": operator_now.address,
+                **{n: recorded[n].address for n in wanted},
+            }
+            if as_json:
+                output.print_json(kept)
+            else:
+                output.print_fields(kept, title="Deployed (kept)")
+            return
     with _db(settings) as conn:
         operator = load_operator(conn, keyring)
         if operator is None and dev:
@@ -92,6 +128,10 @@ def deploy(
         output.print_json(result)
     else:
         output.print_fields(result, title="Deployed")
+
+
+def _has_code(client: Any, address: str) -> bool:
+    return str(client.request("eth_getCode", [address, "latest"]) or "0x") not in ("0x", "0x0")
 
 
 @app.command("status")

@@ -105,6 +105,28 @@ def start_anvil(
             time.sleep(0.05)
 
 
+#: Chain ids of local development nodes (anvil and Hardhat use 31337; Ganache 1337).
+DEV_CHAIN_IDS = frozenset({31337, 1337})
+#: `web3_clientVersion` prefixes of development nodes.
+DEV_CLIENTS = ("anvil", "hardhat", "ganache")
+
+
+def dev_chain(client: ChainClient) -> tuple[bool, str]:
+    """Is the node a local development chain (chain id 31337, or anvil/Hardhat/Ganache)?
+
+    `fleet chain deploy --dev` makes a public key (anvil's first dev account) the operator:
+    on any other chain its funds and the contracts it owns are anyone's.
+    """
+    chain_id = client.chain_id()
+    try:
+        version = str(client.request("web3_clientVersion", []) or "")
+    except Exception:  # a node without the method: the chain id alone decides
+        version = ""
+    if chain_id in DEV_CHAIN_IDS or version.lower().startswith(DEV_CLIENTS):
+        return True, f"chain {chain_id}, {version or 'unknown client'}"
+    return False, f"chain {chain_id}, {version or 'unknown client'}"
+
+
 def dev_accounts(count: int = 10) -> list[LocalAccount]:
     """Anvil's default accounts (index 0 is the usual deployer/operator)."""
     from eth_account import Account

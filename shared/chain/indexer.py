@@ -5,8 +5,9 @@ budget. Each window is one database transaction that:
 1. takes a transaction-scoped advisory lock (one active indexer across replicas; a replica that
    does not get it skips the tick) and reads the cursor;
 2. checks the cursor block's stored hash against the node: a mismatch is a reorg, rewound to the
-   highest stored block whose hash is still canonical (projections above it deleted, actions only
-   orphaned logs asked for cancelled);
+   highest stored block whose hash is still canonical, or to the block before the start when the
+   fork is deeper than every stored hash (projections above it deleted, actions only orphaned
+   logs asked for cancelled), and the node's hash of that block stored: one rewind, one line;
 3. reads the window's logs, with the window's last header fetched before and after: a changed
    hash means the chain moved under the read, and the window is retried at the next tick;
 4. projects the events and stages the follow-up actions in the outbox (same transaction), stores
@@ -119,9 +120,17 @@ def _window(
         head = result.head or 0
         result.cursor = cursor
         if cursor_hash is not None and _hash(client, cursor) != cursor_hash:
-            fork = _fork_point(client, session, config, cursor)
+            fork, deep = _fork_point(client, session, config, cursor)
             rewound = rewind(session, config.chain_id, fork)
-            _save_cursor(session, config, fork, _stored_hash(session, config, fork))
+            # The node's hash of the fork block, not the stored one: when the fork is deeper
+            # than every stored hash, the stored hash there is stale too, and comparing the
+            # next window against it would find the same "reorg" again, forever.
+            fork_hash = _hash(client, fork) if fork >= 0 else None
+            if fork_hash is not None:
+                _store_hashes(
+                    session, config, {fork: fork_hash}, keep_from=fork - config.hash_depth
+                )
+            _save_cursor(session, config, fork, fork_hash)
             REORGS.inc()
             result.reorgs.append(rewound)
             result.cursor = fork
@@ -129,6 +138,7 @@ def _window(
                 "indexer.reorg",
                 cursor=cursor,
                 fork_block=fork,
+                deeper_than_stored_hashes=deep,
                 logs_removed=rewound.logs_removed,
                 unpublished_dropped=len(rewound.unpublished),
                 published_to_cancel=len(rewound.published),
@@ -226,16 +236,12 @@ def _store_hashes(
     )
 
 
-def _stored_hash(session: Session, config: IndexerConfig, block: int) -> str | None:
-    row = session.execute(
-        text("SELECT block_hash FROM indexed_blocks WHERE chain_id = :c AND block_number = :b"),
-        {"c": config.chain_id, "b": block},
-    ).first()
-    return row[0] if row else None
-
-
-def _fork_point(client: ChainClient, session: Session, config: IndexerConfig, cursor: int) -> int:
-    """The highest stored block at or below the cursor whose hash the node still has."""
+def _fork_point(
+    client: ChainClient, session: Session, config: IndexerConfig, cursor: int
+) -> tuple[int, bool]:
+    """The highest stored block at or below the cursor whose hash the node still has, and
+    whether the fork is deeper than every stored hash (then: the block before the start, the
+    only one known to be safe; projections are idempotent, re-indexing costs time only)."""
     rows = session.execute(
         text(
             "SELECT block_number, block_hash FROM indexed_blocks WHERE chain_id = :c"
@@ -245,6 +251,5 @@ def _fork_point(client: ChainClient, session: Session, config: IndexerConfig, cu
     ).all()
     for number, stored in rows:
         if _hash(client, int(number)) == stored:
-            return int(number)
-    log.error("indexer.reorg_deeper_than_stored_hashes", cursor=cursor, stored=len(rows))
-    return config.start_block - 1
+            return int(number), False
+    return config.start_block - 1, True

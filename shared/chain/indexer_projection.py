@@ -161,7 +161,9 @@ def _follow_up(
     spec: JobSpec[Any],
     args: dict[str, Any],
 ) -> None:
-    payload = spec.build({"org_id": SYSTEM_ORG, **args})
+    # Scoped by chain and lottery: a redeployed lottery's round 1 is not the old one's.
+    scope = {"chain_id": chain_id, "contract": event.log.contract}
+    payload = spec.build({"org_id": SYSTEM_ORG, **scope, **args})
     job_id = spec.job_id(payload)
     outbox_id = None
     # A second purchase by the same player asks for the same badge: one job.

@@ -15,11 +15,21 @@ def indexer_status(conn: Any, chain_id: int, head: int) -> dict[str, Any]:
     ).fetchone()
     if row is None:
         return {"indexer_cursor": None, "indexer_lag_blocks": None, "indexer_updated_at": None}
-    return {
-        "indexer_cursor": int(row[0]),
-        "indexer_lag_blocks": max(0, head - int(row[0])),
+    cursor = int(row[0])
+    status: dict[str, Any] = {
+        "indexer_cursor": cursor,
+        "indexer_lag_blocks": max(0, head - cursor),
         "indexer_updated_at": row[1].isoformat(),
     }
+    if cursor > head:
+        # Not "lag 0": the node is behind what was indexed (restarted without its state, a
+        # reorg to a shorter chain, another node behind a load balancer).
+        status["indexer_lag_blocks"] = None
+        status["indexer_warning"] = (
+            f"cursor {cursor} is {cursor - head} block(s) ahead of the chain head {head}:"
+            " the node lost blocks the indexer has seen"
+        )
+    return status
 
 
 def keeper_status(conn: Any, chain_id: int, redis_client: Any, lock_key: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ A pass (`run_once`):
    `isDrawReady()`, else `closeExpiredRound()` when `isExpiredWithoutDraw()`;
 3. just before sending, a fencing check: the token must still hold the lock (compare-and-extend);
    a holder whose lock expired (a stalled process) sends nothing. While the transaction is
-   awaited the lock is renewed; the journal key (`KEEPER_DRAW-<round>-<lottery>`) makes a send
+   awaited the lock is renewed; the journal key (`KEEPER_DRAW-<chain id>-<lottery>-<round>`) makes a send
    by another holder of the same round reconcile the first transaction instead of a second one;
 4. releases the lock with a compare-and-delete. Every pass that did something is recorded in
    `keeper_actions` (`fleet chain status` shows the last one).
@@ -122,7 +122,8 @@ def _act(deps: KeeperDeps, lock: HeldLock) -> KeeperResult:
 
 
 def _key(deps: KeeperDeps, kind: str, round_id: int) -> str:
-    return f"{kind}-{round_id}-{deps.lottery.lower()}"
+    """Scoped like the chain actions' job ids: `{KIND}-{chain_id}-{lottery}-{round}`."""
+    return f"{kind}-{deps.chain_id}-{deps.lottery.lower()}-{round_id}"
 
 
 def _send(

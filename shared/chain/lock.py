@@ -27,6 +27,12 @@ _RENEW = (
 )
 
 
+def signer_lock_prefix(namespace: str) -> str:
+    """Signer locks live under the fleet's broker namespace, like its queues: two fleets on one
+    Redis (staging and production, two test sessions) never share or clear each other's."""
+    return f"{namespace}:chain:signer-lock"
+
+
 class LockLost(Exception):
     """The lock expired while held (the holder stalled past its TTL)."""
 

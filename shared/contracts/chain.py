@@ -1,12 +1,22 @@
-"""Payloads of the chain-actions queue. Their job id is `{TYPE}-{round_id}-{address}`."""
+"""Payloads of the chain-actions queue.
+
+v2 names the deployment a round belongs to (`chain_id`, and `contract`: the lottery), so two
+deployments or two chains never share a job id: `{TYPE}-{chain_id}-{contract}-{round_id}-{address}`
+(contract and address lower-case hex; DESIGN §2). A v1 message (queued before v2) is upgraded with
+`chain_id` 0 and the zero address, "unscoped": it keeps its v1 id `{TYPE}-{round_id}-{address}`
+and the worker resolves it to the chain and lottery it is configured with.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .base import Address, Contract, Payload
+
+#: `contract` of an upgraded v1 payload (with `chain_id` 0): the worker's configured lottery.
+UNSCOPED_CONTRACT = "0x" + "00" * 20
 
 
 class MintBadgeV1(Payload):
@@ -27,6 +37,40 @@ class ClaimRefundV1(Payload):
     payer: Address
 
 
-CHAIN_MINT_BADGE = Contract[MintBadgeV1]("chain:mint_badge", (MintBadgeV1,))
-CHAIN_CLAIM_PRIZE = Contract[ClaimPrizeV1]("chain:claim_prize", (ClaimPrizeV1,))
-CHAIN_CLAIM_REFUND = Contract[ClaimRefundV1]("chain:claim_refund", (ClaimRefundV1,))
+class MintBadgeV2(Payload):
+    v: Literal[2] = 2
+    chain_id: int = Field(ge=0, description="EIP-155 chain id; 0 only for an upgraded v1")
+    contract: Address = Field(description="The lottery contract the round belongs to")
+    round_id: int = Field(ge=0)
+    player: Address
+
+
+class ClaimPrizeV2(Payload):
+    v: Literal[2] = 2
+    chain_id: int = Field(ge=0, description="EIP-155 chain id; 0 only for an upgraded v1")
+    contract: Address = Field(description="The lottery contract the round belongs to")
+    round_id: int = Field(ge=0)
+    winner: Address
+
+
+class ClaimRefundV2(Payload):
+    v: Literal[2] = 2
+    chain_id: int = Field(ge=0, description="EIP-155 chain id; 0 only for an upgraded v1")
+    contract: Address = Field(description="The lottery contract the round belongs to")
+    round_id: int = Field(ge=0)
+    payer: Address
+
+
+def _unscoped(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "v": 2, "chain_id": 0, "contract": UNSCOPED_CONTRACT}
+
+
+CHAIN_MINT_BADGE = Contract[MintBadgeV2](
+    "chain:mint_badge", (MintBadgeV1, MintBadgeV2), upgrades={1: _unscoped}
+)
+CHAIN_CLAIM_PRIZE = Contract[ClaimPrizeV2](
+    "chain:claim_prize", (ClaimPrizeV1, ClaimPrizeV2), upgrades={1: _unscoped}
+)
+CHAIN_CLAIM_REFUND = Contract[ClaimRefundV2](
+    "chain:claim_refund", (ClaimRefundV1, ClaimRefundV2), upgrades={1: _unscoped}
+)

@@ -22,19 +22,19 @@ CHAIN_MINT_BADGE = JobSpec(
     chain.CHAIN_MINT_BADGE,
     queue="chain-actions",
     entity_type="lottery_round",
-    custom_id=lambda p: chain_job_id("MINT_BADGE", p.round_id, p.player),
+    custom_id=lambda p: chain_job_id("MINT_BADGE", p.chain_id, p.contract, p.round_id, p.player),
 )
 CHAIN_CLAIM_PRIZE = JobSpec(
     chain.CHAIN_CLAIM_PRIZE,
     queue="chain-actions",
     entity_type="lottery_round",
-    custom_id=lambda p: chain_job_id("CLAIM_PRIZE", p.round_id, p.winner),
+    custom_id=lambda p: chain_job_id("CLAIM_PRIZE", p.chain_id, p.contract, p.round_id, p.winner),
 )
 CHAIN_CLAIM_REFUND = JobSpec(
     chain.CHAIN_CLAIM_REFUND,
     queue="chain-actions",
     entity_type="lottery_round",
-    custom_id=lambda p: chain_job_id("CLAIM_REFUND", p.round_id, p.payer),
+    custom_id=lambda p: chain_job_id("CLAIM_REFUND", p.chain_id, p.contract, p.round_id, p.payer),
 )
 
 ALL: tuple[JobSpec, ...] = (  # type: ignore[type-arg]

@@ -26,6 +26,14 @@ def stable_job_id(org_id: UUID | str, job_name: str, entity_id: object, stable_p
     return f"{org_id}:{job_name}:{entity_id}:{digest}"
 
 
-def chain_job_id(action_type: str, round_id: int, address: str) -> str:
-    """`{TYPE}-{round_id}-{address}` with the address lower-case (seed 001's dedup key)."""
-    return f"{action_type}-{round_id}-{address.lower()}"
+def chain_job_id(
+    action_type: str, chain_id: int, contract: str, round_id: int, address: str
+) -> str:
+    """`{TYPE}-{chain_id}-{contract}-{round_id}-{address}`, contract and address lower-case.
+
+    Chain id 0 is a v1 payload (queued before ids were scoped): its v1 id
+    `{TYPE}-{round_id}-{address}` is kept.
+    """
+    if chain_id == 0:
+        return f"{action_type}-{round_id}-{address.lower()}"
+    return f"{action_type}-{chain_id}-{contract.lower()}-{round_id}-{address.lower()}"

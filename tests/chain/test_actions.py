@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from shared.chain.abi import BADGE, encode_call
+from shared.chain.abi import BADGE, LOTTERY, encode_call
 from shared.chain.transactions import TxRequest
 from shared.errors import PermanentError
 from shared.jobs.ids import chain_job_id
@@ -17,8 +18,11 @@ from .world import TICKET, World
 ZERO = "0x" + "00" * 20
 
 
-def action(kind: str, round_id: int, address: str) -> Action:
-    return Action(kind, chain_job_id(kind, round_id, address), round_id, address)
+def action(kind: str, round_id: int, address: str, *, deps: Any) -> Action:
+    """The action a v2 payload for the session's lottery asks for."""
+    lottery = deps.contract_address(LOTTERY)
+    job_id = chain_job_id(kind, deps.chain_id, lottery, round_id, address)
+    return Action(kind, job_id, round_id, address, deps.chain_id, lottery)
 
 
 def journal_row(db: Any, job_id: str) -> dict[str, Any]:
@@ -35,12 +39,13 @@ def test_mint_badge_mints_once_then_reports_already_minted(
     world: World, deps: Any, db: Any
 ) -> None:
     player = world.accounts[3].address
-    first = perform(action(MINT_BADGE, 1, player), deps)
+    first = perform(action(MINT_BADGE, 1, player, deps=deps), deps)
     assert first["outcome"] == "confirmed" and first["signer"] == world.operator.address
     assert world.has_badge(player, 1)
-    assert journal_row(db, chain_job_id(MINT_BADGE, 1, player))["status"] == "CONFIRMED"
+    assert journal_row(db, action(MINT_BADGE, 1, player, deps=deps).job_id)["status"] == "CONFIRMED"
 
-    other_job = Action(MINT_BADGE, "MINT_BADGE-again", 1, player)  # the same mint under another key
+    # The same mint under another key.
+    other_job = replace(action(MINT_BADGE, 1, player, deps=deps), job_id="MINT_BADGE-again")
     again = perform(other_job, deps)
     assert again == {
         **again,
@@ -56,11 +61,12 @@ def test_claim_prize_pays_the_winner_then_reports_already_claimed(
 ) -> None:
     round_id, winner = world.drawn_round(world.accounts[1], world.accounts[2])
     before = world.client.balance(winner.address)
-    done = perform(action(CLAIM_PRIZE, round_id, winner.address), deps)
+    done_action = action(CLAIM_PRIZE, round_id, winner.address, deps=deps)
+    done = perform(done_action, deps)
     assert done["outcome"] == "confirmed" and done["signer"] == winner.address
     fee_bound = 10**16
     assert world.client.balance(winner.address) > before + 2 * TICKET - fee_bound
-    again = perform(Action(CLAIM_PRIZE, "CLAIM_PRIZE-again", round_id, winner.address), deps)
+    again = perform(replace(done_action, job_id="CLAIM_PRIZE-again"), deps)
     assert again["outcome"] == "already_done" and again["error"] == "PrizeAlreadyClaimed"
 
 
@@ -71,10 +77,11 @@ def test_claim_refund_repays_the_payer_then_reports_nothing_to_refund(
     round_id = world.cancelled_round(payer)
     paid = world.lottery_call("paidBy", round_id, payer.address)[0]
     assert paid == 2 * TICKET
-    done = perform(action(CLAIM_REFUND, round_id, payer.address), deps)
+    done_action = action(CLAIM_REFUND, round_id, payer.address, deps=deps)
+    done = perform(done_action, deps)
     assert done["outcome"] == "confirmed"
     assert world.lottery_call("paidBy", round_id, payer.address)[0] == 0
-    again = perform(Action(CLAIM_REFUND, "CLAIM_REFUND-again", round_id, payer.address), deps)
+    again = perform(replace(done_action, job_id="CLAIM_REFUND-again"), deps)
     assert again["outcome"] == "already_done" and again["error"] == "NothingToRefund"
 
 
@@ -93,14 +100,14 @@ def test_definitive_reverts_fail_permanently_with_the_error_name(
     if error == "NotWinner":
         round_id, winner = world.drawn_round(world.accounts[1], world.accounts[2])
         loser = world.accounts[2] if winner == world.accounts[1] else world.accounts[1]
-        job = action(CLAIM_PRIZE, round_id, loser.address)
+        job = action(CLAIM_PRIZE, round_id, loser.address, deps=deps)
     elif error == "RoundNotCompleted":
-        job = action(CLAIM_PRIZE, world.current_round(), world.accounts[1].address)
+        job = action(CLAIM_PRIZE, world.current_round(), world.accounts[1].address, deps=deps)
     elif error == "RoundNotCancelled":
         round_id, winner = world.drawn_round(world.accounts[1], world.accounts[2])
-        job = action(CLAIM_REFUND, round_id, world.accounts[1].address)
+        job = action(CLAIM_REFUND, round_id, world.accounts[1].address, deps=deps)
     else:
-        job = action(MINT_BADGE, 1, ZERO)
+        job = action(MINT_BADGE, 1, ZERO, deps=deps)
     nonce = world.nonce(world.operator.address)
     with pytest.raises(PermanentError) as failure:
         perform(job, deps)
@@ -121,7 +128,7 @@ def test_a_wallet_without_a_key_completes_doing_nothing(
     world: World, deps: Any, db: Any, who: int, reason: str
 ) -> None:
     round_id = world.cancelled_round(world.accounts[who])
-    job = action(CLAIM_REFUND, round_id, world.accounts[who].address)
+    job = action(CLAIM_REFUND, round_id, world.accounts[who].address, deps=deps)
     nonce = world.nonce(world.accounts[who].address)
     result = perform(job, deps)
     assert result["outcome"] == "skipped" and reason in result["reason"]
@@ -132,7 +139,7 @@ def test_a_wallet_without_a_key_completes_doing_nothing(
 def test_a_mined_revert_is_decoded_into_its_custom_error(world: World, deps: Any) -> None:
     """Sent despite its preflight: the receipt says status 0 and the replay names the error."""
     player = world.accounts[5].address
-    perform(action(MINT_BADGE, 2, player), deps)
+    perform(action(MINT_BADGE, 2, player, deps=deps), deps)
     deps.journal.begin("forced-revert", type=MINT_BADGE, round_id=2, address=player)
     request = TxRequest(
         "forced-revert", world.contracts[BADGE], encode_call(BADGE, "mintBadge", player, 2)

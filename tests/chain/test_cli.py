@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -51,3 +53,55 @@ def test_deploy_records_the_contracts_and_rotate_kek_reseals_every_key(
     assert "re-sealed 7 key(s) under 'b'" in out
     assert count_by_kek(db) == {"b": 7, None: 1}
     assert KEK_A not in out and KEK_B not in out
+
+
+class _NotADevNode(BaseHTTPRequestHandler):
+    """A JSON-RPC node of chain 1 (a "Geth" client) that records the methods it is asked."""
+
+    asked: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.asked.append(request["method"])
+        answers = {
+            "eth_chainId": "0x1",
+            "web3_clientVersion": "Geth/v1.14.0-stable/linux-amd64/go1.22",
+        }
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
+        if request["method"] in answers:
+            body["result"] = answers[request["method"]]
+        else:
+            body["error"] = {"code": -32601, "message": "method not found"}
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_deploy_dev_refuses_a_node_that_is_not_a_development_chain(
+    world: World, anvil: devnet.Anvil, db: Any
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotADevNode)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        db.execute("DELETE FROM wallets WHERE kind = 'OPERATOR'")
+        env = {**chain_env(anvil), "CHAIN_RPC_URL": f"http://127.0.0.1:{server.server_port}"}
+        env.pop("CHAIN_ID")
+        done = subprocess.run(
+            [FLEET, "chain", "deploy", "--dev", "--json"],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        server.shutdown()
+    assert done.returncode != 0
+    assert "not a development chain" in done.stderr and "chain 1, Geth" in done.stderr
+    assert set(_NotADevNode.asked) <= {"eth_chainId", "web3_clientVersion"}  # nothing sent
+    assert db.execute("SELECT count(*) FROM wallets WHERE kind = 'OPERATOR'").fetchone() == (0,)

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from shared.chain.abi import LOTTERY
 from shared.chain.errors import WalletKeyUnreadable
 from shared.chain.wallets import EMBEDDED, count_by_kek, load_signer, rotate_kek, store_wallet
 from shared.jobs.ids import chain_job_id
@@ -48,7 +49,9 @@ def test_rotating_the_kek_reseals_every_key_and_the_old_kek_can_then_go(
 def test_a_wrong_kek_is_a_clear_permanent_error(world: World, deps: Any, db: Any) -> None:
     deps.keyring = keyring(keks={"a": KEK_B})  # same key id, another key: a wrong KEK
     player = world.accounts[2].address
-    job = Action(MINT_BADGE, chain_job_id(MINT_BADGE, 1, player), 1, player)
+    lottery = world.contracts[LOTTERY]
+    job_id = chain_job_id(MINT_BADGE, deps.chain_id, lottery, 1, player)
+    job = Action(MINT_BADGE, job_id, 1, player, deps.chain_id, lottery)
     with pytest.raises(WalletKeyUnreadable) as failure:
         perform(job, deps)
     assert failure.value.code == "WALLET_KEY_UNREADABLE"

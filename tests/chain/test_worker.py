@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from shared.chain import devnet
+from shared.chain.abi import LOTTERY
 from shared.contracts.base import SYSTEM_ORG
 from shared.jobs import catalog, runs
 from shared.runtime import Runtime
@@ -30,9 +31,14 @@ def finished(runtime: Runtime, job_ids: list[str], timeout: float = 40) -> list[
     return wait_for(probe, timeout=timeout, interval=0.1, what=f"{len(job_ids)} runs to finish")
 
 
-def mint(round_id: int, player: str) -> str:
+def scope(world: World) -> dict[str, Any]:
+    """The v2 payload fields naming the session's deployment."""
+    return {"chain_id": world.client.chain_id(), "contract": world.contracts[LOTTERY]}
+
+
+def mint(world: World, round_id: int, player: str) -> str:
     return catalog.CHAIN_MINT_BADGE.send(
-        {"org_id": SYSTEM_ORG, "round_id": round_id, "player": player}
+        {"org_id": SYSTEM_ORG, **scope(world), "round_id": round_id, "player": player}
     ).job_id
 
 
@@ -45,16 +51,21 @@ def test_the_worker_runs_each_action_and_never_logs_a_private_key(
     stranger_round = world.cancelled_round(a[8])  # a payer whose wallet the fleet does not know
     workers.start(LOG_LEVEL="DEBUG")
     jobs = [
-        mint(prize_round, a[1].address),
+        mint(world, prize_round, a[1].address),
         catalog.CHAIN_CLAIM_PRIZE.send(
-            {"org_id": SYSTEM_ORG, "round_id": prize_round, "winner": winner.address}
+            {
+                "org_id": SYSTEM_ORG,
+                **scope(world),
+                "round_id": prize_round,
+                "winner": winner.address,
+            }
         ).job_id,
         catalog.CHAIN_CLAIM_REFUND.send(
-            {"org_id": SYSTEM_ORG, "round_id": refund_round, "payer": a[3].address}
+            {"org_id": SYSTEM_ORG, **scope(world), "round_id": refund_round, "payer": a[3].address}
         ).job_id,
     ]
     stranger = catalog.CHAIN_CLAIM_REFUND.send(
-        {"org_id": SYSTEM_ORG, "round_id": stranger_round, "payer": a[8].address}
+        {"org_id": SYSTEM_ORG, **scope(world), "round_id": stranger_round, "payer": a[8].address}
     )
     views = finished(runtime, [*jobs, stranger.job_id])
     assert [(v.status, v.result["outcome"]) for v in views] == [("COMPLETED", "confirmed")] * 3 + [
@@ -79,7 +90,7 @@ def test_two_workers_racing_on_one_signer_use_consecutive_nonces(
     workers.start(threads=4)
     workers.start(threads=4)
     players = ["0x" + f"{i:02x}" * 20 for i in range(1, 11)]
-    views = finished(runtime, [mint(7, p) for p in players])
+    views = finished(runtime, [mint(world, 7, p) for p in players])
     assert {v.status for v in views} == {"COMPLETED"}
     nonces = sorted(
         r[0] for r in db.execute("SELECT nonce FROM chain_actions WHERE status = 'CONFIRMED'")
@@ -95,7 +106,7 @@ def test_a_node_down_then_up_is_retried_until_the_action_is_done(
     port = devnet.free_port()
     proxy = Proxy(port, ("127.0.0.1", int(anvil.url.rsplit(":", 1)[1])))
     workers.start(CHAIN_RPC_URL=f"http://127.0.0.1:{port}")
-    job = mint(3, world.accounts[4].address)
+    job = mint(world, 3, world.accounts[4].address)
     failed = wait_for(
         lambda: (v := runs.find(job, org_id=None, runtime=runtime)) and v.attempt >= 2 and v,
         timeout=20,
@@ -118,7 +129,7 @@ def test_a_worker_killed_after_broadcast_sends_no_second_transaction(
     start = world.nonce(operator)
     devnet.set_automine(world.client, False)
     first = workers.start()
-    job = mint(4, player)
+    job = mint(world, 4, player)
 
     def journaled() -> str | None:
         row = db.execute(

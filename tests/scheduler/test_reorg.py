@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler import chain
+from shared.chain import devnet
 from shared.chain.abi import LOTTERY, encode_call
 from shared.chain.fees import GWEI, initial_fees
 from shared.chain.indexer import sync_once
@@ -78,7 +79,8 @@ def test_a_reorg_rewinds_projections_and_cancels_the_orphaned_actions(
     assert db.execute(
         "SELECT player, ticket_count FROM lottery_tickets WHERE round_id = %s", (round_id,)
     ).fetchall() == [(a[3].address, 2)]
-    assert third.actions == [f"MINT_BADGE-{round_id}-{a[3].address.lower()}"]
+    scope = f"{jobs.indexer.chain_id}-{world.contracts[LOTTERY].lower()}"
+    assert third.actions == [f"MINT_BADGE-{scope}-{round_id}-{a[3].address.lower()}"]
     assert db.execute(
         "SELECT count(*) FROM indexed_actions WHERE status = 'ORPHANED'"
     ).fetchone() == (2,)
@@ -88,3 +90,85 @@ def test_a_reorg_rewinds_projections_and_cancels_the_orphaned_actions(
     # The relay publishes only the live action.
     stats = relay_once(sched_runtime, now=now())
     assert (stats.published, stats.duplicates) == (1, 0)
+
+
+def test_a_fork_deeper_than_the_stored_hashes_rewinds_once_and_moves_on(
+    world: World, sched_runtime: Runtime, jobs: chain.ChainJobs, db: Any
+) -> None:
+    """Hashes are kept `hash_depth` blocks back: a fork below all of them is found by walking
+    the node's chain back from the cursor, rewound once, and indexing goes on from there."""
+    from dataclasses import replace
+
+    from structlog.testing import capture_logs
+
+    a = world.accounts
+    config = replace(jobs.indexer, hash_depth=1)
+
+    def index() -> Any:
+        return sync_once(jobs.client, sched_runtime.sessions, config, cancel=lambda j: "n/a")
+
+    world.buy(a[1], 1)
+    index()
+    devnet.mine(world.client, 4)
+    index()  # the hash of a[1]'s block is pruned: only the last ones are kept
+    assert db.execute("SELECT count(*) FROM indexed_blocks").fetchone()[0] <= 2
+    replacement = signed_purchase(world, a[3], 2)
+    world.client.request("anvil_reorg", [3, [[replacement, 0]]])
+    devnet.mine(world.client, 2)
+
+    with capture_logs() as logs:
+        passes = [index() for _ in range(3)]
+    reorgs = [e for e in logs if "reorg" in e["event"]]
+    assert len(reorgs) == 1, reorgs
+    assert sum(len(p.reorgs) for p in passes) == 1
+    head = world.client.request("eth_getBlockByNumber", ["latest", False])
+    cursor = db.execute("SELECT block_number, block_hash FROM chain_cursor").fetchone()
+    assert cursor == (int(head["number"], 16), head["hash"].lower())
+    assert sorted(
+        db.execute("SELECT player, ticket_count FROM lottery_tickets").fetchall()
+    ) == sorted([(a[1].address, 1), (a[3].address, 2)])
+    # Every stored hash is the node's.
+    for number, stored in db.execute("SELECT block_number, block_hash FROM indexed_blocks"):
+        block = world.client.request("eth_getBlockByNumber", [hex(number), False])
+        assert stored == block["hash"].lower()
+
+
+def test_a_stale_hash_at_the_start_of_indexing_is_rewound_once_not_in_a_loop(
+    world: World, sched_runtime: Runtime, jobs: chain.ChainJobs, db: Any
+) -> None:
+    """The node no longer has the block the cursor sits on, and no stored hash below it (a node
+    restarted without its state, say): one rewind to the start, the node's hash stored."""
+    from dataclasses import replace
+
+    from structlog.testing import capture_logs
+
+    devnet.mine(world.client, 3)
+    config = replace(jobs.indexer, start_block=3)
+    stale = "0x" + "de" * 32
+    db.execute(
+        "INSERT INTO chain_cursor (name, chain_id, block_number, block_hash) VALUES"
+        " ('lottery', %s, 2, %s)",
+        (config.chain_id, stale),
+    )
+    db.execute(
+        "INSERT INTO indexed_blocks (chain_id, block_number, block_hash) VALUES (%s, 2, %s)",
+        (config.chain_id, stale),
+    )
+    world.buy(world.accounts[1], 1)
+
+    with capture_logs() as logs:
+        passes = [
+            sync_once(jobs.client, sched_runtime.sessions, config, cancel=lambda j: "n/a")
+            for _ in range(3)
+        ]
+    assert len([e for e in logs if "reorg" in e["event"]]) == 1
+    assert sum(len(p.reorgs) for p in passes) == 1
+    head = world.client.block_number()
+    assert passes[-1].cursor == head
+    assert db.execute(
+        "SELECT block_hash FROM indexed_blocks WHERE block_number = 2"
+    ).fetchone() in (
+        None,
+        (world.client.request("eth_getBlockByNumber", ["0x2", False])["hash"].lower(),),
+    )
+    assert db.execute("SELECT count(*) FROM lottery_tickets").fetchone() == (1,)

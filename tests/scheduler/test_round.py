@@ -132,7 +132,8 @@ def test_an_expired_round_is_cancelled_and_every_payer_refunded_once(
 
     synced = index(sched_runtime, jobs)
     refunds = [j for j in synced.actions if j.startswith("CLAIM_REFUND")]
-    assert refunds == [f"CLAIM_REFUND-{round_id}-{a[3].address.lower()}"]
+    scope = f"{jobs.indexer.chain_id}-{world.contracts[LOTTERY].lower()}"
+    assert refunds == [f"CLAIM_REFUND-{scope}-{round_id}-{a[3].address.lower()}"]
     assert db.execute(
         "SELECT status FROM lottery_rounds WHERE round_id = %s", (round_id,)
     ).fetchone() == ("CANCELLED",)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,3 +64,17 @@ def test_chain_status_shows_cursor_lag_last_keeper_action_and_lock_holder(
         f"draw_requested round={round_id} tx={drawn.tx_hash}"
     )
     assert shown["keeper_lock_holder"] == "host-a:42:0badc0de"
+
+
+def test_chain_status_flags_a_cursor_ahead_of_the_chain_head(
+    world: World, anvil: devnet.Anvil, chain_settings: Settings, db: Any
+) -> None:
+    head = world.client.block_number()
+    db.execute(
+        "INSERT INTO chain_cursor (name, chain_id, block_number) VALUES ('lottery', %s, %s)",
+        (anvil.chain_id, head + 50),
+    )
+    shown = status(chain_env(anvil, **scheduler_overrides(chain_settings)))
+    assert shown["indexer_cursor"] == head + 50
+    assert shown["indexer_lag_blocks"] is None
+    assert "ahead of the chain head" in str(shown["indexer_warning"])

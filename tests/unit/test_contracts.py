@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from shared.contracts.base import Contract, Payload
-from shared.contracts.chain import MintBadgeV1
+from shared.contracts.chain import MintBadgeV2
 from shared.errors import InvalidPayload, PayloadError
 from shared.jobs import catalog
 from tests.support.jobs import ECHO, EchoV1, EchoV2
@@ -148,9 +148,14 @@ def test_header_fields_of_an_email_reject_cr_lf(field: str) -> None:
 )
 def test_addresses_are_normalised_to_their_checksum(given: str, checksummed: str) -> None:
     model = catalog.CHAIN_MINT_BADGE.build(
-        {"org_id": str(uuid.UUID(int=0)), "round_id": 3, "player": given}
+        {"org_id": str(uuid.UUID(int=0)), "chain_id": 1, "contract": given, "round_id": 3,
+         "player": given}
+    )  # fmt: skip
+    assert isinstance(model, MintBadgeV2) and model.player == model.contract == checksummed
+    v1 = catalog.CHAIN_MINT_BADGE.build(
+        {"v": 1, "org_id": str(uuid.UUID(int=0)), "round_id": 3, "player": given}
     )
-    assert isinstance(model, MintBadgeV1) and model.player == checksummed
+    assert isinstance(v1, MintBadgeV2) and v1.player == checksummed and v1.chain_id == 0
 
 
 @pytest.mark.parametrize(
@@ -165,7 +170,13 @@ def test_addresses_are_normalised_to_their_checksum(given: str, checksummed: str
 def test_a_malformed_address_is_rejected(bad: str) -> None:
     with pytest.raises(PayloadError) as err:
         catalog.CHAIN_CLAIM_PRIZE.build(
-            {"org_id": str(uuid.UUID(int=0)), "round_id": 1, "winner": bad}
+            {
+                "org_id": str(uuid.UUID(int=0)),
+                "chain_id": 1,
+                "contract": "0x" + "11" * 20,
+                "round_id": 1,
+                "winner": bad,
+            }
         )
     assert _locs(err.value) == {"winner"}
 

@@ -45,7 +45,10 @@ def test_a_sent_payload_gets_the_vector_job_id(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", VECTORS["chain"], ids=_ids(VECTORS["chain"]))
 def test_chain_job_id_matches_the_vector(case: dict[str, Any]) -> None:
-    assert chain_job_id(case["action_type"], case["round_id"], case["address"]) == case["job_id"]
+    job_id = chain_job_id(
+        case["action_type"], case["chain_id"], case["contract"], case["round_id"], case["address"]
+    )
+    assert job_id == case["job_id"]
 
 
 def test_the_vectors_cover_the_cases_another_language_gets_wrong() -> None:

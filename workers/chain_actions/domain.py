@@ -18,19 +18,21 @@ costs no gas.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from shared.chain import journal as states
 from shared.chain.abi import BADGE, LOTTERY, Revert, encode_call
+from shared.chain.address import to_checksum_address
 from shared.chain.errors import ChainError, WalletKeyUnreadable
 from shared.chain.journal import ActionJournal, ConnectionFactory
 from shared.chain.keys import Keyring
 from shared.chain.transactions import TxOutcome, TxRequest, TxSender
 from shared.chain.wallets import load_operator, load_signer, wallet_info
 from shared.errors import PermanentError
+from shared.jobs.ids import chain_job_id
 
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
@@ -56,6 +58,9 @@ class Action:
     job_id: str
     round_id: int
     address: str  # the player, winner or payer
+    #: The deployment the round belongs to; 0 / None for a v1 payload (the worker's own).
+    chain_id: int = 0
+    lottery: str | None = None
 
     @property
     def contract_name(self) -> str:
@@ -78,11 +83,19 @@ class Collaborators:
     connect: ConnectionFactory  # database connections (wallets)
     keyring: Keyring
     chain_id: int
-    contract_address: Callable[[str], str]  # contract name -> address on this chain
+    contract_address: Callable[[str], str]  # contract name -> current address on this chain
+    #: Is this address a lottery whose rounds the indexer projected (an earlier deployment)?
+    known_lottery: Callable[[str], bool] = lambda address: False
 
 
 def perform(action: Action, deps: Collaborators) -> dict[str, Any]:
-    contract = deps.contract_address(action.contract_name)
+    lottery = _lottery(action, deps)
+    if action.chain_id == 0:
+        # A v1 message keeps its v1 job id but is journaled under the scoped key, as a v2
+        # message for the same intent would be: one journal row per intent.
+        key = chain_job_id(action.type, deps.chain_id, lottery, action.round_id, action.address)
+        action = replace(action, job_id=key, chain_id=deps.chain_id, lottery=lottery)
+    contract = lottery if action.contract_name == LOTTERY else deps.contract_address(BADGE)
     row = deps.journal.begin(
         action.job_id,
         type=action.type,
@@ -112,6 +125,25 @@ def perform(action: Action, deps: Collaborators) -> dict[str, Any]:
         return {"outcome": "skipped", "reason": reason}
     outcome = deps.sender.execute(signer, TxRequest(action.job_id, contract, action.calldata()))
     return _conclude(action, deps, signer.address, outcome)
+
+
+def _lottery(action: Action, deps: Collaborators) -> str:
+    """The lottery the payload names, checked against this worker's chain and deployments."""
+    current = deps.contract_address(LOTTERY)
+    if action.chain_id == 0 or action.lottery is None:  # v1: unscoped, the configured lottery
+        return current
+    if action.chain_id != deps.chain_id:
+        raise PermanentError(
+            f"{action.type} is for chain {action.chain_id}; this worker serves {deps.chain_id}",
+            code="WRONG_CHAIN",
+        )
+    lottery = to_checksum_address(action.lottery)
+    if lottery != current and not deps.known_lottery(lottery):
+        raise PermanentError(
+            f"{action.type}: {lottery} is no lottery deployment known on chain {deps.chain_id}",
+            code="UNKNOWN_CONTRACT",
+        )
+    return lottery
 
 
 def _signer(action: Action, deps: Collaborators) -> tuple[LocalAccount | None, str]:

@@ -11,7 +11,7 @@ from shared.chain.abi import BADGE, LOTTERY
 from shared.chain.client import ChainClient
 from shared.chain.journal import ActionJournal
 from shared.chain.keys import Keyring
-from shared.chain.lock import SignerLocks
+from shared.chain.lock import SignerLocks, signer_lock_prefix
 from shared.chain.registry import contract_address
 from shared.chain.transactions import TxPolicy, TxSender
 from shared.config import Settings
@@ -32,15 +32,25 @@ def build(runtime: Runtime) -> Collaborators:
         chain_id=chain_id,
         ttl_ms=settings.chain_signer_lock_ttl_ms,
         wait_ms=settings.chain_signer_lock_wait_ms,
+        prefix=signer_lock_prefix(settings.broker_namespace),
     )
     overrides = {LOTTERY: settings.chain_lottery_address, BADGE: settings.chain_badge_address}
-    cache: dict[str, str] = {}
 
+    # Read per action (one indexed row), never cached for the life of the process: a
+    # redeployment recorded by `fleet chain deploy` is used by the next action.
     def address_of(name: str) -> str:
-        if name not in cache:
-            with runtime.pool.connection() as conn:
-                cache[name] = contract_address(conn, chain_id, name, override=overrides.get(name))
-        return cache[name]
+        with runtime.pool.connection() as conn:
+            return contract_address(conn, chain_id, name, override=overrides.get(name))
+
+    def known_lottery(address: str) -> bool:
+        with runtime.pool.connection() as conn:
+            return (
+                conn.execute(
+                    "SELECT 1 FROM lottery_rounds WHERE chain_id = %s AND contract = %s LIMIT 1",
+                    (chain_id, address),
+                ).fetchone()
+                is not None
+            )
 
     return Collaborators(
         sender=TxSender(client, locks, journal, TxPolicy.from_settings(settings)),
@@ -49,6 +59,7 @@ def build(runtime: Runtime) -> Collaborators:
         keyring=Keyring.from_settings(settings.chain_keks, settings.chain_kek_id),
         chain_id=chain_id,
         contract_address=address_of,
+        known_lottery=known_lottery,
     )
 
 

@@ -1,9 +1,13 @@
 """The EVM node for `make run`: `CHAIN_RPC_URL` when it answers, else anvil (npm
 `@foundry-rs/anvil`) with the reference contracts deployed.
 
-An embedded anvil keeps no state between runs, so the contracts are deployed after each start
-(`fleet chain deploy --dev`: anvil's first dev account becomes the operator wallet, sealed under
-the dev key-encryption key). That KEK is created once under `var/chain/` (mode 0600) unless
+An embedded anvil keeps its chain in `var/chain/anvil-state.json` (`--state`), so a restart
+finds its blocks, contracts and rounds where they were, as Postgres keeps what was derived from
+them. The contracts are deployed when the node has none yet (`fleet chain deploy --dev
+--if-missing`: anvil's first dev account becomes the operator wallet, sealed under the dev
+key-encryption key). Without that file (deleted, or anvil killed before its first save) the
+chain starts again from a new genesis, and the scheduler resets what it had derived from the
+old one (`chain.genesis_changed` in its log). That KEK is created once under `var/chain/` (mode 0600) unless
 `CHAIN_KEKS` is set; it is for the local fleet only — production passes its own through the
 environment.
 """
@@ -62,14 +66,22 @@ def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
         # A block every second, as a real chain makes them: with anvil's default (a block per
         # transaction only) the indexer, which stays `INDEXER_CONFIRMATIONS` blocks below the
         # head, would not see the last transactions until more were sent.
-        anvil = start_anvil(port=parts.port or 8545, chain_id=31337, extra=("--block-time", "1"))
+        # `--state`: the chain (blocks, contracts, rounds) survives a restart of the fleet, as
+        # the database does; saved every few seconds too, in case anvil is killed.
+        state = var_dir / "chain" / "anvil-state.json"
+        state.parent.mkdir(parents=True, exist_ok=True)
+        anvil = start_anvil(
+            port=parts.port or 8545,
+            chain_id=31337,
+            extra=("--block-time", "1", "--state", str(state), "--state-interval", "5"),
+        )
     except (OSError, RuntimeError) as exc:
         raise LaunchError(f"cannot start anvil ({exc}); run `npm ci` to install it") from exc
     return Service(
         "EVM node (anvil)",
         anvil.url,
         embedded=True,
-        detail="chain id 31337, a block per second",
+        detail="chain id 31337, a block per second, state kept in var/chain/",
         stop=anvil.stop,
     )
 
@@ -77,7 +89,8 @@ def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
 def deploy(env: dict[str, str], log: Path) -> str:
     """`fleet chain deploy --dev` against the node in `env`; returns its one-line summary."""
     fleet = Path(sys.executable).with_name("fleet")
-    argv = [str(fleet) if fleet.exists() else "fleet", "chain", "deploy", "--dev", "--json"]
+    argv = [str(fleet) if fleet.exists() else "fleet", "chain", "deploy", "--dev", "--if-missing"]
+    argv.append("--json")
     with open(log, "ab") as out:
         done = subprocess.run(
             argv, env=env, stdout=subprocess.PIPE, stderr=out, timeout=120, check=False
