@@ -13,6 +13,7 @@ from typing import Any
 from ..jobs.spec import JobSpec
 from ..runtime import installed_runtime
 from .capture import CaptureRuntime, Handler, JobCapture, NotAvailableInCapture, SentJob
+from .session import RecordingSession, Statement
 
 
 def _current() -> JobCapture:
@@ -44,7 +45,9 @@ __all__ = [
     "CaptureRuntime",
     "JobCapture",
     "NotAvailableInCapture",
+    "RecordingSession",
     "SentJob",
+    "Statement",
     "assert_not_sent",
     "assert_sent",
     "drain",

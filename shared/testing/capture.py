@@ -25,6 +25,7 @@ from ..jobs.handler import BOUND
 from ..jobs.send import SendResult
 from ..jobs.spec import JobSpec
 from ..runtime import Runtime, set_runtime
+from .session import RecordingSession
 
 if TYPE_CHECKING:
     import dramatiq
@@ -160,6 +161,11 @@ class JobCapture:
             yield self
         finally:
             set_runtime(previous)
+
+    def session(self) -> RecordingSession:
+        """A stand-in SQLAlchemy session for the product's write paths: it records their
+        statements (no database); their jobs are captured here as usual."""
+        return RecordingSession()
 
     # -- Asking -------------------------------------------------------------------------------
 

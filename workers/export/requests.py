@@ -1,24 +1,21 @@
-"""The producer side: request an export (the product API or `fleet export create`).
+"""The producer side for callers without a transaction of their own (`fleet export create`):
+request an export in a session of the runtime, committed here.
 
 The `exports` row and the `export:build` job are written in one transaction through the outbox
-(no commit, no job; a commit, exactly one job). The request is validated first: unknown type,
-format or filter raises at once, in the caller's request, not later in the worker.
+(no commit, no job; a commit, exactly one job). The request is validated first by
+`workers.export.client.request_export`: unknown type, format or filter raises at once, in the
+caller's request, not later in the worker.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import text
-
-from shared import outbox
-from shared.contracts.export import ExportBuildV1, ExportParams
-from shared.jobs import catalog
+from shared.contracts.export import ExportParams
 from shared.runtime import Runtime
 
-from . import query, registry
+from . import client
 
 
 def request_export(
@@ -30,31 +27,8 @@ def request_export(
     params: ExportParams | dict[str, Any] | None = None,
 ) -> tuple[UUID, str]:
     """Insert the export and stage its job; returns (export id, job id)."""
-    export_params = (
-        params if isinstance(params, ExportParams) else ExportParams.model_validate(params or {})
-    )
-    query.plan(registry.get(type), export_params, org_id)  # raises on a bad type or filter
-    export_id = uuid.uuid4()
-    payload = ExportBuildV1(
-        org_id=org_id,
-        entity_id=export_id,
-        requested_by=requested_by,
-        type=type,
-        params=export_params,
-    )
     with runtime.sessions() as session, session.begin():
-        session.execute(
-            text(
-                "INSERT INTO exports (id, org_id, requested_by, type, params) "
-                "VALUES (:id, :org, :by, :type, CAST(:params AS jsonb))"
-            ),
-            {
-                "id": export_id,
-                "org": org_id,
-                "by": requested_by,
-                "type": type,
-                "params": export_params.model_dump_json(),
-            },
+        request = client.request_export(
+            session, org_id=org_id, requested_by=requested_by, type=type, params=params
         )
-        event = outbox.enqueue(session, catalog.EXPORT_BUILD, payload)
-    return export_id, event.job_id
+    return request.export_id, request.job_id

@@ -1,0 +1,152 @@
+"""The email domain's producer API: schedule an email in the caller's transaction.
+
+    from workers.email.client import schedule_email
+
+    with sessions() as session, session.begin():
+        email = schedule_email(session, org_id=org, template_key="welcome",
+                               recipient_email="ada@example.com", variables={"NAME": "Ada"})
+
+The request is checked before anything is written: the `email:send` contract (address, template
+key shape, no CR/LF), then the template itself, rendered once with the given variables (an
+unknown template, a missing variable or a variable that puts CR/LF into the subject raises
+`PayloadError` naming the field). Then the `scheduled_emails` row (id generated here) and, for
+an email due now, its `email:send` job (the outbox by default) go into the caller's transaction.
+An email due later stays SCHEDULED; the due sweep (`email-seq:run_due`) sends it then.
+
+Importing this module boots nothing (no broker, no logging, no runtime).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
+from uuid import UUID
+
+from sqlalchemy import text
+
+from shared import outbox
+from shared.contracts.email import EmailSendV1
+from shared.errors import PayloadError
+from shared.jobs import catalog
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from .templates import Templates
+
+Via = Literal["outbox", "send"]
+
+INSERT = text(
+    "INSERT INTO scheduled_emails (id, org_id, template_key, lang, recipient_email,"
+    " recipient_name, variables, reply_to, status, send_at)"
+    " VALUES (:id, :org_id, :template_key, :lang, :recipient_email, :recipient_name,"
+    " CAST(:variables AS jsonb), :reply_to, :status, :send_at)"
+)
+
+
+@dataclass(frozen=True)
+class ScheduledEmail:
+    email_id: UUID
+    #: The `email:send` job id; None while the email waits for its `send_at`.
+    job_id: str | None
+    status: str  # QUEUED (job staged) or SCHEDULED (sent by the due sweep at send_at)
+
+
+@cache
+def _templates() -> Templates:
+    from .templates import Templates
+
+    return Templates()
+
+
+def template_keys() -> list[str]:
+    """Template keys available in every language."""
+    return _templates().keys()
+
+
+def check_template(template_key: str, lang: str, variables: Mapping[str, Any]) -> None:
+    """Render the template once: `PayloadError` if the worker could not render it."""
+    from .templates import HeaderInjection, MissingVariable, UnknownTemplate
+
+    try:
+        _templates().render(template_key, lang, variables)
+    except UnknownTemplate:
+        known = ", ".join(template_keys())
+        raise PayloadError(
+            catalog.EMAIL_SEND.name,
+            [{"loc": ("template_key",), "msg": f"no template {template_key!r} (known: {known})"}],
+        ) from None
+    except (MissingVariable, HeaderInjection) as exc:
+        raise PayloadError(
+            catalog.EMAIL_SEND.name, [{"loc": ("variables",), "msg": str(exc)}]
+        ) from None
+
+
+def schedule_email(
+    session: Session,
+    *,
+    org_id: UUID,
+    template_key: str,
+    recipient_email: str,
+    variables: Mapping[str, Any] | None = None,
+    lang: str = "en",
+    recipient_name: str | None = None,
+    reply_to: str | None = None,
+    send_at: datetime | None = None,
+    now: datetime | None = None,
+    via: Via = "outbox",
+    request_id: str | None = None,
+) -> ScheduledEmail:
+    """Validate, insert the `scheduled_emails` row and stage `email:send` in `session`'s
+    transaction (the caller commits). `via="send"` enqueues at once instead of through the
+    outbox (raises `BrokerUnavailable` when Redis is down: roll back then)."""
+    email_id = uuid.uuid4()
+    payload = catalog.EMAIL_SEND.build(
+        {
+            "org_id": org_id,
+            "entity_id": email_id,
+            "template_key": template_key,
+            "recipient_email": recipient_email,
+            "recipient_name": recipient_name,
+            "variables": dict(variables or {}),
+            "reply_to": reply_to,
+            "lang": lang,
+        }
+    )
+    check_template(payload.template_key, payload.lang, payload.variables)
+    now = now or datetime.now(UTC)
+    due_now = send_at is None or send_at <= now
+    status = "QUEUED" if due_now else "SCHEDULED"
+    session.execute(INSERT, _row(payload, status, send_at or now))
+    if not due_now:
+        return ScheduledEmail(email_id, None, status)
+    return ScheduledEmail(email_id, _stage(session, payload, via, request_id), status)
+
+
+def _row(payload: EmailSendV1, status: str, send_at: datetime) -> dict[str, Any]:
+    return {
+        "id": payload.entity_id,
+        "org_id": payload.org_id,
+        "template_key": payload.template_key,
+        "lang": payload.lang,
+        "recipient_email": payload.recipient_email,
+        "recipient_name": payload.recipient_name,
+        "variables": json.dumps(payload.variables),
+        "reply_to": payload.reply_to,
+        "status": status,
+        "send_at": send_at,
+    }
+
+
+def _stage(session: Session, payload: EmailSendV1, via: Via, request_id: str | None) -> str:
+    if via == "send":
+        return catalog.EMAIL_SEND.send(payload, request_id=request_id).job_id
+    return outbox.enqueue(session, catalog.EMAIL_SEND, payload, request_id=request_id).job_id
+
+
+__all__ = ["ScheduledEmail", "check_template", "schedule_email", "template_keys"]
