@@ -20,7 +20,7 @@ import pytest
 from shared.errors import PayloadError
 from shared.jobs import catalog
 from shared.storage.backends.local import LocalBackend
-from shared.testing import JobCapture, RecordingSession
+from shared.testing import JobCapture
 from workers.ai.client import request_ai_task
 from workers.doc.client import ingest_document
 from workers.email.client import schedule_email
