@@ -7,8 +7,11 @@ Outcomes (issue 3; BlockLucky's sender logged a refusal and reported success, se
   would duplicate it for those who got it.
 - 5xx, bad template, bad header: row FAILED with the code and text, `PermanentError` (job DEAD).
   A 5xx to the primary RCPT is a bounce: the address is suppressed, its sequences stop.
-- 4xx, connection refused, timeouts before DATA: row back to QUEUED with the reason and the
-  job retried on the email policy; FAILED once the attempts are exhausted.
+- 4xx, connection refused, timeouts before DATA (issue 16): the server's state, not the email's
+  fault: row back to QUEUED with the reason, and the job tried again on the deferral schedule
+  (deferral.py: doubling waits up to EMAIL_DEFER_MAX_S) without spending an attempt (RetryLater),
+  so greylisting and relay restarts end in delivery; FAILED (job DEAD, with the last reply)
+  only once EMAIL_OUTAGE_WINDOW_S has passed since the first deferral in a row.
 - Idempotency: SENT → nothing is sent (AlreadyDone). SENDING is recorded durably just before
   DATA, so a SENDING row seen by a later delivery means an earlier attempt died inside the DATA
   exchange or before recording the reply. SMTP cannot be asked whether it accepted a message,
@@ -47,10 +50,13 @@ class Unconfirmed(PermanentError):
     code = "EMAIL_UNCONFIRMED"
 
 
-class SmtpTemporaryError(FleetError):
-    """The SMTP server deferred the message or could not be reached; retried on the policy."""
+class Deferred(RetryLater):
+    """The SMTP server deferred the message or could not be reached: tried again later
+    without spending an attempt (deferral.py)."""
 
-    code = "SMTP_TEMPORARY"
+    def __init__(self, message: str, *, code: str, delay_ms: int) -> None:
+        super().__init__(message, delay_ms=delay_ms)
+        self.code = code
 
 
 class _LostRace(Exception):
@@ -131,17 +137,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             f"SMTP refused {row.recipient_email} at {exc.stage}: {exc.reason}", code=exc.error_code
         ) from None
     except SmtpDeferred as exc:
-        final = job.attempt >= job.max_attempts
-        _finish(
-            m,
-            row,
-            "FAILED" if final else "QUEUED",
-            error_code=exc.error_code,
-            error=exc.reason,
-            smtp_reply=exc.reason if exc.code else None,
-            attempted=exc.stage != "data",
-        )
-        raise SmtpTemporaryError(f"{exc.stage}: {exc.reason}") from None
+        raise _defer(m, row, exc) from None
     except SmtpOutcomeUnknown as exc:
         _finish(m, row, "UNCONFIRMED", error_code=Unconfirmed.code, error=exc.reason)
         raise Unconfirmed(f"email {row.id} Message-ID {message_id}: {exc.reason}") from None
@@ -222,6 +218,39 @@ def _stop_before_send(
         store.mark(conn, row.id, "CANCELED", now, error_code="SEQUENCE_STOPPED")
         return _Stop(result={"status": "CANCELED", "reason": "sequence stopped"})
     return None
+
+
+def _defer(m: Mailer, row: store.EmailRow, exc: SmtpDeferred) -> Exception:
+    """QUEUED with the reply and a retry on the deferral schedule, or FAILED (PermanentError)
+    once the outage window that began with the first deferral is over."""
+    now = m.clock()
+    with m.pool.connection() as conn:
+        conn.execute("SET LOCAL synchronous_commit TO on")
+        since, deferrals = store.mark_deferred(
+            conn,
+            row.id,
+            now,
+            error_code=exc.error_code,
+            error=exc.reason,
+            smtp_reply=exc.reason if exc.code else None,
+            attempted=exc.stage != "data",
+        )
+        if m.deferral.expired(since, now):
+            reason = (
+                f"deferred {deferrals} times since {since.isoformat()} (outage window "
+                f"{m.deferral.window_s:g} s); last at {exc.stage}: {exc.reason}"
+            )
+            store.mark(conn, row.id, "FAILED", now, error_code=exc.error_code, error=reason)
+            return PermanentError(reason, code=exc.error_code)
+    delay_s = m.deferral.delay_s(deferrals, m.rng)
+    log.info(
+        "email.deferred",
+        email_id=str(row.id),
+        deferrals=deferrals,
+        retry_in_s=round(delay_s, 1),
+        reason=exc.reason,
+    )
+    return Deferred(f"{exc.stage}: {exc.reason}", code=exc.error_code, delay_ms=int(delay_s * 1000))
 
 
 def _finish_unexpected(

@@ -30,8 +30,11 @@ def resend(runtime: Runtime, email_id: UUID, org_id: UUID, *, by: str, now: date
                 f"email {email_id} is {row.status}; only {', '.join(RESENDABLE)} can be resent"
             )
         store.mark(conn, row.id, "QUEUED", now, error_code=None, error=f"resend requested by {by}")
+        store.clear_deferral(conn, row.id)  # a fresh outage window
     try:
-        return dlq.replay(catalog.EMAIL_SEND.job_id(row.payload()), by=by, runtime=runtime)
+        return dlq.replay(
+            catalog.EMAIL_SEND.job_id(row.payload()), org_id=org_id, by=by, runtime=runtime
+        )
     except Exception:
         with runtime.pool.connection() as conn:  # leave the row as it was
             store.mark(

@@ -2,6 +2,7 @@
 
     SCHEDULED -> QUEUED -> SENDING -> SENT
                     \\          \\-> FAILED (5xx) | QUEUED (4xx, retried) | UNCONFIRMED
+                     \\-> QUEUED (4xx or unreachable: deferred) -> ... | FAILED (outage window over)
                      \\-> FAILED (template, address) | CANCELED (sequence stopped)
 
 SENDING is written durably just before DATA; SENT only after the server accepted the message.
@@ -180,4 +181,35 @@ def mark(
         "UPDATE scheduled_emails SET status = %s, error_code = %s, error = %s,"
         " smtp_reply = COALESCE(%s, smtp_reply), attempts = attempts + %s, updated_at = %s WHERE id = %s",
         (status, error_code, error, smtp_reply, int(attempted), now, email_id),
+    )
+
+
+def mark_deferred(
+    conn: psycopg.Connection[Any],
+    email_id: UUID,
+    now: datetime,
+    *,
+    error_code: str,
+    error: str,
+    smtp_reply: str | None,
+    attempted: bool,
+) -> tuple[datetime, int]:
+    """QUEUED again after a 4xx reply or a connection failure; returns when the deferrals in a
+    row began and how many there have been (the outage window and the next wait follow)."""
+    row = conn.execute(
+        "UPDATE scheduled_emails SET status = 'QUEUED', error_code = %s, error = %s,"
+        " smtp_reply = COALESCE(%s, smtp_reply), attempts = attempts + %s,"
+        " deferred_since = COALESCE(deferred_since, %s), deferrals = deferrals + 1,"
+        " updated_at = %s WHERE id = %s RETURNING deferred_since, deferrals",
+        (error_code, error, smtp_reply, int(attempted), now, now, email_id),
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def clear_deferral(conn: psycopg.Connection[Any], email_id: UUID) -> None:
+    """A fresh outage window (an operator's resend of an email that FAILED after one)."""
+    conn.execute(
+        "UPDATE scheduled_emails SET deferred_since = NULL, deferrals = 0 WHERE id = %s",
+        (email_id,),
     )

@@ -3,6 +3,7 @@ per process on first use (never at import time); tests install their own with `s
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared.runtime import Runtime, get_runtime
 
+from .deferral import DeferralPolicy
 from .smtp import Accepted, SmtpConfig
 from .smtp import send as smtp_send
 from .templates import Templates
@@ -34,8 +36,10 @@ class Mailer:
     templates: Templates
     smtp: SmtpConfig
     send_job: Callable[[EmailSendV1], SendResult]
+    deferral: DeferralPolicy = field(default_factory=DeferralPolicy)
     clock: Callable[[], datetime] = utcnow
     transport: Callable[..., Accepted] = field(default=smtp_send)
+    rng: random.Random = field(default_factory=random.Random)
 
     @property
     def sending_grace_s(self) -> float:
@@ -56,6 +60,7 @@ def build_mailer(runtime: Runtime, **overrides: Any) -> Mailer:
         "pool": runtime.pool,
         "templates": Templates(product_name=settings.email_product_name),
         "smtp": SmtpConfig.from_settings(settings),
+        "deferral": DeferralPolicy.from_settings(settings),
         "send_job": send_job,
     }
     parts.update(overrides)

@@ -26,6 +26,8 @@ from . import postfix as postfix_instance
 #: test can act between two attempts (start the server that was down).
 EMAIL_RETRY = RetryPolicy(max_attempts=3, min_backoff_ms=1_000, max_backoff_ms=3_000)
 SMTP_TIMEOUT_S = 2.0
+#: The deferral schedule (4xx, server unreachable) shrunk from minutes and a day to seconds.
+DEFER_MIN_S, DEFER_MAX_S, OUTAGE_WINDOW_S = 0.3, 1.0, 6.0
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -99,6 +101,9 @@ def email_settings(settings: Settings, port: int) -> Settings:
             "smtp_port": port,
             "smtp_timeout_s": SMTP_TIMEOUT_S,
             "email_message_id_domain": "test.jobfleet",
+            "email_defer_min_s": DEFER_MIN_S,
+            "email_defer_max_s": DEFER_MAX_S,
+            "email_outage_window_s": OUTAGE_WINDOW_S,
         }
     )
 

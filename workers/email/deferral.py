@@ -1,0 +1,41 @@
+"""When a deferred email is tried again, and when deferring stops (issue 16).
+
+A 4xx reply, a refused connection or a timeout before DATA says something about the server,
+not about the email: RFC 5321 §4.5.4.1 expects a sender to keep trying for hours (greylisting
+answers 4xx for the first minutes on purpose; a relay restart refuses connections for a while).
+Such tries spend no attempt (the attempts are for failures of the email itself); they wait
+`min_s`, then twice as long each time up to `max_s`, with up to 25 % jitter so that the mail
+held back by an outage does not come back all at once, until `window_s` after the first
+deferral: then the email FAILED with the last reply (DESIGN §3: the outage window).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DeferralPolicy:
+    min_s: float = 60.0
+    max_s: float = 1_800.0
+    window_s: float = 86_400.0
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> DeferralPolicy:
+        return cls(
+            min_s=settings.email_defer_min_s,
+            max_s=settings.email_defer_max_s,
+            window_s=settings.email_outage_window_s,
+        )
+
+    def delay_s(self, deferrals: int, rng: random.Random) -> float:
+        """The wait after the `deferrals`-th deferral in a row (1 for the first)."""
+        base: float = min(self.max_s, self.min_s * 2.0 ** max(0, deferrals - 1))
+        return min(self.max_s, base + rng.uniform(0, base * 0.25))
+
+    def expired(self, deferred_since: datetime, now: datetime) -> bool:
+        """The outage window, counted from the first deferral, is over."""
+        return (now - deferred_since).total_seconds() >= self.window_s
