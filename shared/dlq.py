@@ -43,18 +43,27 @@ class Replay:
 
 
 def replay(
-    job_id: str, *, by: str, dry_run: bool = False, runtime: Runtime | None = None
+    job_id: str,
+    *,
+    org_id: UUID | None,
+    by: str,
+    dry_run: bool = False,
+    runtime: Runtime | None = None,
 ) -> Replay:
+    """Replay the DEAD run of `job_id` in org `org_id` (a run of another org is "no run",
+    exactly like a missing one). `org_id=None` is the operator's unscoped action: a required
+    keyword, so that no caller replays across tenants by forgetting it."""
     runtime = runtime or get_runtime()
+    scope, params = ("AND org_id = %s", [org_id]) if org_id is not None else ("", [])
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         cur.execute("SET LOCAL synchronous_commit TO on")
         row = cur.execute(
             "SELECT job_id, org_id, job_name, queue, status, entity_type, entity_id, payload, request_id, "
-            "error_code, error, attempt FROM job_runs WHERE job_id = %s FOR UPDATE",
-            (job_id,),
+            f"error_code, error, attempt FROM job_runs WHERE job_id = %s {scope} FOR UPDATE",
+            [job_id, *params],
         ).fetchone()
         if row is None:
-            raise RunNotFound(f"no run {job_id}")
+            raise RunNotFound(f"no run {job_id}" + (f" for org {org_id}" if org_id else ""))
         if row["status"] != "DEAD":
             raise InvalidState(f"{job_id} is {row['status']}; only DEAD runs are replayed")
         if dry_run:
@@ -90,20 +99,33 @@ def replay(
 
 
 def replay_all(
-    *, queue: str, by: str, dry_run: bool = False, limit: int = 1000, runtime: Runtime | None = None
+    *,
+    queue: str,
+    org_id: UUID | None,
+    by: str,
+    dry_run: bool = False,
+    limit: int = 1000,
+    runtime: Runtime | None = None,
 ) -> list[Replay]:
+    """Replay the dead runs of `queue` in org `org_id` (None: every org, operators)."""
     runtime = runtime or get_runtime()
     return [
-        replay(run.job_id, by=by, dry_run=dry_run, runtime=runtime)
-        for run in list_dead(queue=queue, limit=limit, runtime=runtime)
+        replay(run.job_id, org_id=org_id, by=by, dry_run=dry_run, runtime=runtime)
+        for run in list_dead(queue=queue, org_id=org_id, limit=limit, runtime=runtime)
     ]
 
 
-def history(job_id: str, *, runtime: Runtime | None = None) -> list[dict[str, Any]]:
+def history(
+    job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None
+) -> list[dict[str, Any]]:
+    """The replays of `job_id` in org `org_id` (None: any org, operators)."""
     runtime = runtime or get_runtime()
+    scope, params = ("AND r.org_id = %s", [org_id]) if org_id is not None else ("", [])
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "SELECT * FROM job_replays WHERE job_id = %s ORDER BY replayed_at", (job_id,)
+            "SELECT a.* FROM job_replays a JOIN job_runs r ON r.job_id = a.job_id"
+            f" WHERE a.job_id = %s {scope} ORDER BY a.replayed_at",
+            [job_id, *params],
         ).fetchall()
 
 

@@ -111,7 +111,7 @@ def job_router(
             if runs.find(job_id, org_id=org_id, runtime=rt) is None:
                 return not_found(job_id)
             try:
-                done = dlq.replay(job_id, by=who, runtime=rt)
+                done = dlq.replay(job_id, org_id=org_id, by=who, runtime=rt)
             except FleetError as exc:
                 return problem(exc)
             return ReplayResult(job_id=job_id, message_id=done.message_id, replayed_by=who)

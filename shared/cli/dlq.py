@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from . import output
-from .jobs import JsonOption, OrgOption, render_run
-from .params import default_operator, parse_duration
+from .jobs import AllOrgsOption, JsonOption, OrgOption, ScopeOrgOption, render_run, shown
+from .params import default_operator, org_scope, parse_duration
 
 app = typer.Typer(help="Dead jobs: list, show, replay (audited), purge.", no_args_is_help=True)
 
@@ -31,7 +31,7 @@ def list_dead(
 
     found = dlq.list_dead(queue=queue, job_name=job, org_id=org, limit=limit)
     if as_json:
-        output.print_json([run.as_dict() for run in found])
+        output.print_json([shown(run) for run in found])
         return
     output.print_table(
         ("job_id", "job", "attempt", "error_code", "error", "died_at", "replays"),
@@ -55,11 +55,12 @@ def list_dead(
 @app.command("show")
 def show(
     job_id: Annotated[str, typer.Argument(help="The job id of a dead run.")],
-    org: OrgOption = None,
+    org: ScopeOrgOption = None,
+    all_orgs: AllOrgsOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Every field of a dead run: last error, attempts, payload and the replays so far."""
-    render_run(job_id, org=org, as_json=as_json)
+    render_run(job_id, org=org_scope(org, all_orgs), as_json=as_json)
 
 
 @app.command("replay")
@@ -69,6 +70,8 @@ def replay(
         bool, typer.Option("--all", help="Replay every dead run of --queue.")
     ] = False,
     queue: QueueOption = None,
+    org: ScopeOrgOption = None,
+    all_orgs: AllOrgsOption = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would be replayed; change nothing.")
     ] = False,
@@ -81,19 +84,21 @@ def replay(
     ] = 1_000,
     as_json: JsonOption = False,
 ) -> None:
-    """Enqueue a dead run again under the same job id, attempts reset, audited (who, when)."""
+    """Enqueue a dead run again under the same job id, attempts reset, audited (who, when).
+    Scoped like every command on a job: `--org ORG`, or `--all-orgs` for an operator."""
     from shared import dlq
 
     if replay_all == (job_id is not None):
         raise typer.BadParameter("give either a JOB_ID or --all --queue Q", param_hint="JOB_ID")
     if replay_all and not queue:
         raise typer.BadParameter("--all needs --queue", param_hint="--queue")
+    scope = org_scope(org, all_orgs)
     operator = by or default_operator()
     if job_id is not None:
-        done = [dlq.replay(job_id, by=operator, dry_run=dry_run)]
+        done = [dlq.replay(job_id, org_id=scope, by=operator, dry_run=dry_run)]
     else:
         assert queue is not None
-        done = dlq.replay_all(queue=queue, by=operator, dry_run=dry_run, limit=limit)
+        done = dlq.replay_all(queue=queue, org_id=scope, by=operator, dry_run=dry_run, limit=limit)
     if as_json:
         output.print_json(
             {"dry_run": dry_run, "by": operator, "replayed": [r.__dict__ for r in done]}

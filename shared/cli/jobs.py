@@ -8,7 +8,7 @@ from uuid import UUID
 import typer
 
 from . import output
-from .params import load_payload, one_of
+from .params import load_payload, one_of, org_scope
 
 app = typer.Typer(help="Runs of jobs: list, show, cancel, send.", no_args_is_help=True)
 
@@ -17,6 +17,13 @@ RUN_STATUSES = ("QUEUED", "RUNNING", "COMPLETED", "FAILED", "DEAD", "CANCELED")
 OrgOption = Annotated[
     UUID | None,
     typer.Option("--org", help="Only this tenant's runs (default: every org, operator view)."),
+]
+#: Commands on one job id: the tenant is said, or operators say `--all-orgs` (`org_scope`).
+ScopeOrgOption = Annotated[
+    UUID | None, typer.Option("--org", help="The job's tenant (or --all-orgs).")
+]
+AllOrgsOption = Annotated[
+    bool, typer.Option("--all-orgs", help="Operators: the job of any tenant (instead of --org).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -43,7 +50,7 @@ def list_runs(
         limit=limit,
     )
     if as_json:
-        output.print_json([run.as_dict() for run in found])
+        output.print_json([shown(run) for run in found])
         return
     output.print_table(
         ("job_id", "job", "status", "attempt", "queued_at", "finished_at", "error"),
@@ -67,11 +74,23 @@ def list_runs(
 @app.command("show")
 def show(
     job_id: Annotated[str, typer.Argument(help="The job id (as printed by send or list).")],
-    org: OrgOption = None,
+    org: ScopeOrgOption = None,
+    all_orgs: AllOrgsOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Every field of one run: status, attempts, error, progress, payload, replay history."""
-    render_run(job_id, org=org, as_json=as_json)
+    render_run(job_id, org=org_scope(org, all_orgs), as_json=as_json)
+
+
+def shown(run: Any) -> dict[str, Any]:
+    """What a view prints of a run: secrets in its payload, result and checkpoint masked
+    (DESIGN §8), as in the logs and the job API."""
+    from shared.observability.logging import redact
+
+    data: dict[str, Any] = run.as_dict()
+    for name in ("payload", "result", "checkpoint"):
+        data[name] = redact(data[name])
+    return data
 
 
 def render_run(job_id: str, *, org: UUID | None, as_json: bool) -> None:
@@ -83,11 +102,13 @@ def render_run(job_id: str, *, org: UUID | None, as_json: bool) -> None:
     run = runs.find(job_id, org_id=org)
     if run is None:
         raise RunNotFound(f"no run {job_id}" + (f" for org {org}" if org else ""))
-    replays = dlq.history(job_id)
+    replays = dlq.history(job_id, org_id=org)
     if as_json:
-        output.print_json({**run.as_dict(), "replays": replays})
+        output.print_json({**shown(run), "replays": replays})
         return
-    fields: dict[str, Any] = dict(run.__dict__)
+    fields: dict[str, Any] = {**run.__dict__, **shown(run)}
+    for name in ("queued_at", "started_at", "finished_at", "next_retry_at", "replayed_at"):
+        fields[name] = getattr(run, name)  # datetimes, printed by `cell` to the second
     error = fields.pop("error")
     output.print_fields(fields, title=f"Run {job_id}")
     if error:
@@ -112,13 +133,14 @@ def render_run(job_id: str, *, org: UUID | None, as_json: bool) -> None:
 @app.command("cancel")
 def cancel(
     job_id: Annotated[str, typer.Argument(help="The job id to cancel.")],
-    org: OrgOption = None,
+    org: ScopeOrgOption = None,
+    all_orgs: AllOrgsOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Cancel a run: QUEUED or waiting-to-retry runs at once, RUNNING ones at their next progress."""
     from shared.jobs import runs
 
-    status = runs.cancel(job_id, org_id=org)
+    status = runs.cancel(job_id, org_id=org_scope(org, all_orgs))
     if as_json:
         output.print_json({"job_id": job_id, "status": status})
     else:

@@ -72,3 +72,16 @@ def default_operator() -> str:
         except (KeyError, OSError):
             user = "unknown"
     return f"{user}@{socket.gethostname()}"
+
+
+def org_scope(org: Any, all_orgs: bool) -> Any:
+    """The tenant a command on one job id is scoped to: `--org ORG`, or `--all-orgs` (None, the
+    operator's unscoped view) said explicitly; a lookup by id never falls back to every org."""
+    if org is not None and all_orgs:
+        raise typer.BadParameter("give --org or --all-orgs, not both", param_hint="--org")
+    if org is None and not all_orgs:
+        raise typer.BadParameter(
+            "give --org ORG (the job's tenant) or --all-orgs (operators: any tenant)",
+            param_hint="--org",
+        )
+    return org

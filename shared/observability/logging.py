@@ -13,16 +13,25 @@ from typing import Any
 
 import structlog
 
-#: Payload keys whose values never reach a log line.
+#: Payload keys whose values never reach a log line nor a view (CLI, API), at any level.
 SECRET_KEYS = frozenset(
     {"password", "secret", "token", "private_key", "api_key", "authorization", "otp", "code"}
 )
+#: ... and keys ending so (`smtp_password`, `access_token`, `client_secret`).
+SECRET_SUFFIXES = ("_password", "_secret", "_token", "_api_key", "_private_key")
+MASK = "***"
+
+
+def is_secret_key(key: Any) -> bool:
+    name = str(key).lower()
+    return name in SECRET_KEYS or name.endswith(SECRET_SUFFIXES)
 
 
 def redact(value: Any) -> Any:
+    """`value` with the values under secret keys masked, at any depth."""
     if isinstance(value, dict):
-        return {k: "***" if str(k).lower() in SECRET_KEYS else redact(v) for k, v in value.items()}
-    if isinstance(value, list):
+        return {k: MASK if is_secret_key(k) else redact(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
 
@@ -53,6 +62,28 @@ def _message_ref(value: Any) -> Any:
     if actor is not None and message_id is not None:
         return f"{actor}(message_id={message_id}, arguments redacted)"
     return value
+
+
+class RedactRecords(logging.Filter):
+    """On the process's log handler: every record, whatever its logger and level, has its
+    arguments redacted before it is formatted. Dramatiq's actor loggers print a message's
+    arguments at DEBUG ("Received args=(...)"), and a library may log any structure: a
+    message becomes a reference, the arguments of "Received args=" are dropped, and secret
+    keys are masked in any dict or list argument."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("Received args="):
+            record.msg, record.args = "Received a message (arguments redacted).", ()
+        elif isinstance(record.args, tuple) and record.args:
+            record.args = tuple(_redact_arg(a) for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = redact(record.args)
+        return True
+
+
+def _redact_arg(value: Any) -> Any:
+    value = _message_ref(value)
+    return redact(value) if isinstance(value, dict | list | tuple) else value
 
 
 def redact_dramatiq_messages(*, enabled: bool = True) -> None:
@@ -104,6 +135,7 @@ def configure_logging(
     )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter)
+    handler.addFilter(RedactRecords())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -88,8 +88,14 @@ def email_payload(org: uuid.UUID | None = None, key: str = "welcome") -> dict[st
     }
 
 
-def insert_dead(db: Any, *, died_ago: timedelta = timedelta(hours=1), queue: str = "email") -> str:
-    payload = email_payload()
+def insert_dead(
+    db: Any,
+    *,
+    died_ago: timedelta = timedelta(hours=1),
+    queue: str = "email",
+    payload: dict[str, Any] | None = None,
+) -> str:
+    payload = payload or email_payload()
     spec = catalog.EMAIL_SEND
     model = spec.build(payload)
     job_id = spec.job_id(model)
@@ -173,11 +179,11 @@ def test_jobs_send_validates_enqueues_once_and_show_displays_the_run(
     assert again["duplicate"] is True and again["job_id"] == sent["job_id"]
     assert [m["options"]["job_id"] for m in queued_messages(runtime, "email")] == [sent["job_id"]]
 
-    shown = as_json("jobs", "show", sent["job_id"])
+    shown = as_json("jobs", "show", sent["job_id"], "--all-orgs")
     assert shown["status"] == "QUEUED" and shown["request_id"] == "req-cli"
     assert shown["payload"]["variables"] == {"first_name": "Zoë"} and shown["replays"] == []
     assert shown["queued_at"][:4].isdigit() and "T" in shown["queued_at"]  # ISO-8601
-    human = ok("jobs", "show", sent["job_id"]).stdout
+    human = ok("jobs", "show", sent["job_id"], "--all-orgs").stdout
     assert sent["job_id"] in human and "QUEUED" in human
     listed = as_json("jobs", "list", "--status", "queued", "--job", "email:send")
     assert [r["job_id"] for r in listed] == [sent["job_id"]]
@@ -201,7 +207,7 @@ def test_jobs_cancel_cancels_a_queued_run_once_and_scopes_by_org(runtime: Any) -
         "job_id": sent.job_id,
         "status": "CANCELED",
     }
-    assert "is CANCELED" in fails(1, "jobs", "cancel", sent.job_id)
+    assert "is CANCELED" in fails(1, "jobs", "cancel", sent.job_id, "--all-orgs")
     assert "no run" in fails(1, "jobs", "show", sent.job_id, "--org", str(uuid.uuid4()))
 
 
@@ -214,19 +220,66 @@ def test_dlq_list_show_and_a_dry_run_replay_change_nothing(runtime: Any, db: Any
     assert [r["job_id"] for r in listed] == [job_id] and listed[0]["error_code"] == "SMTP_REJECTED"
     assert as_json("dlq", "list", "--queue", "doc") == []
     assert as_json("dlq", "list", "--org", str(uuid.uuid4())) == []
-    shown = as_json("dlq", "show", job_id)
+    shown = as_json("dlq", "show", job_id, "--all-orgs")
     assert shown["error"] == "550 mailbox unavailable" and shown["attempt"] == 3
-    assert "550 mailbox unavailable" in ok("dlq", "show", job_id).stdout
+    assert "550 mailbox unavailable" in ok("dlq", "show", job_id, "--all-orgs").stdout
 
-    dry = as_json("dlq", "replay", job_id, "--dry-run")
+    dry = as_json("dlq", "replay", job_id, "--all-orgs", "--dry-run")
     assert dry["dry_run"] is True and [r["job_id"] for r in dry["replayed"]] == [job_id]
     assert runs.find(job_id, org_id=None).status == "DEAD"  # type: ignore[union-attr]
     assert queued_messages(runtime, "email") == []
 
 
+def test_every_command_on_one_job_id_takes_the_org_or_an_explicit_all_orgs(
+    runtime: Any, db: Any
+) -> None:
+    """Before: `fleet dlq replay` had no --org, and show/cancel fell back to every org."""
+    job_id = insert_dead(db)
+    org = job_id.split(":", 1)[0]
+    for command in (("jobs", "show"), ("jobs", "cancel"), ("dlq", "show"), ("dlq", "replay")):
+        assert "--all-orgs" in usage_error(*command, job_id)
+    assert "not both" in usage_error("dlq", "replay", job_id, "--org", org, "--all-orgs")
+    other = str(uuid.uuid4())
+    assert "no run" in fails(1, "dlq", "replay", job_id, "--org", other)
+    assert "no run" in fails(1, "dlq", "show", job_id, "--org", other)
+    assert as_json("dlq", "replay", "--all", "--queue", "email", "--org", other)["replayed"] == []
+    assert queued_messages(runtime, "email") == []
+    done = as_json("dlq", "replay", job_id, "--org", org)
+    assert [r["job_id"] for r in done["replayed"]] == [job_id]
+
+
+def test_a_planted_secret_reaches_no_view_of_a_run(runtime: Any, db: Any) -> None:
+    """DESIGN §8: secrets in payloads are redacted in every view, as in the logs (before:
+    `jobs show`, `dlq show` and the --json lists printed the payload in full)."""
+    secret = f"planted-{uuid.uuid4().hex}"
+    payload = email_payload()
+    payload["variables"] = {"first_name": "Ada", "token": secret, "deep": [{"api_key": secret}]}
+    job_id = insert_dead(db, payload=payload)
+    debug = {"FLEET_LOG_LEVEL": "DEBUG"}
+    outputs = [
+        fleet(*command, env=debug)
+        for command in (
+            ("jobs", "show", job_id, "--all-orgs"),
+            ("jobs", "show", job_id, "--all-orgs", "--json"),
+            ("dlq", "show", job_id, "--all-orgs"),
+            ("dlq", "show", job_id, "--all-orgs", "--json"),
+            ("jobs", "list"),
+            ("jobs", "list", "--json"),
+            ("dlq", "list"),
+            ("dlq", "list", "--json"),
+        )
+    ]
+    for done in outputs:
+        assert done.returncode == 0, done.stderr
+        assert secret not in done.stdout + done.stderr, " ".join(done.args)
+    shown = json.loads(outputs[1].stdout)["payload"]["variables"]
+    assert shown == {"first_name": "Ada", "token": "***", "deep": [{"api_key": "***"}]}
+    assert json.loads(outputs[7].stdout)[0]["payload"]["variables"]["token"] == "***"
+
+
 def test_dlq_replay_keeps_the_job_id_resets_attempts_and_audits_who(runtime: Any, db: Any) -> None:
     job_id = insert_dead(db)
-    done = as_json("dlq", "replay", job_id, "--by", "ops-alice")
+    done = as_json("dlq", "replay", job_id, "--all-orgs", "--by", "ops-alice")
     assert done["by"] == "ops-alice" and done["replayed"][0]["job_id"] == job_id
     messages = queued_messages(runtime, "email")
     assert [m["options"]["job_id"] for m in messages] == [job_id]
@@ -245,8 +298,8 @@ def test_dlq_replay_keeps_the_job_id_resets_attempts_and_audits_who(runtime: Any
         (job_id,),
     ).fetchall()
     assert audit == [("ops-alice", "SMTP_REJECTED", 3)]
-    assert as_json("jobs", "show", job_id)["replays"][0]["replayed_by"] == "ops-alice"
-    assert "only DEAD runs" in fails(1, "dlq", "replay", job_id)
+    assert as_json("jobs", "show", job_id, "--all-orgs")["replays"][0]["replayed_by"] == "ops-alice"
+    assert "only DEAD runs" in fails(1, "dlq", "replay", job_id, "--all-orgs")
 
 
 def test_dlq_replay_all_needs_a_queue_and_replays_only_that_queue(runtime: Any, db: Any) -> None:
@@ -254,7 +307,7 @@ def test_dlq_replay_all_needs_a_queue_and_replays_only_that_queue(runtime: Any, 
     other = insert_dead(db, queue="export")
     assert "--all needs --queue" in usage_error("dlq", "replay", "--all")
     assert "either a JOB_ID or --all" in usage_error("dlq", "replay")
-    done = as_json("dlq", "replay", "--all", "--queue", "email")
+    done = as_json("dlq", "replay", "--all", "--queue", "email", "--all-orgs")
     assert {r["job_id"] for r in done["replayed"]} == mine
     assert done["by"].endswith(f"@{socket.gethostname()}")  # the default operator: $USER@host
     assert {m["options"]["job_id"] for m in queued_messages(runtime, "email")} == mine
@@ -270,7 +323,7 @@ def test_a_really_dead_job_replayed_from_the_cli_runs_again(fleet: Any) -> None:
         lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "DEAD" and r, what="DEAD"
     )
     assert dead.error_code == "TEST_PERMANENT"
-    ok("dlq", "replay", sent.job_id, "--by", "ops-bob")
+    ok("dlq", "replay", sent.job_id, "--org", str(org), "--by", "ops-bob")
     again = wait_for(
         lambda: (
             (r := runs.find(sent.job_id, org_id=org))

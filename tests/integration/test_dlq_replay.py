@@ -5,7 +5,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
+
 from shared import dlq
+from shared.errors import RunNotFound
 from shared.jobs import runs
 from tests.support.wait import wait_for, wait_run
 
@@ -21,7 +24,7 @@ def test_a_replayed_dead_job_runs_again_under_its_id_from_attempt_1_and_is_audit
     assert dead.attempt == 3 and dead.replay_count == 0
     assert [r.job_id for r in dlq.list_dead(org_id=org)] == [sent.job_id]
 
-    replay = dlq.replay(sent.job_id, by="ops@example.com")
+    replay = dlq.replay(sent.job_id, org_id=org, by="ops@example.com")
     assert replay.job_id == sent.job_id and replay.message_id != dead.message_id
 
     def dead_again() -> bool:
@@ -40,9 +43,36 @@ def test_a_replayed_dead_job_runs_again_under_its_id_from_attempt_1_and_is_audit
     executions = marks.read_text().splitlines()
     assert executions == [f"echo {sent.job_id} {n}" for n in (1, 2, 3, 1, 2, 3)]  # attempts reset
 
-    (audit,) = dlq.history(sent.job_id)
+    assert dlq.history(sent.job_id, org_id=uuid.uuid4()) == []
+    (audit,) = dlq.history(sent.job_id, org_id=org)
     assert (audit["replayed_by"], audit["previous_attempt"], audit["previous_error_code"]) == (
         "ops@example.com",
         3,
         "RUNTIMEERROR",
     )
+
+
+def test_a_replay_is_scoped_by_org_and_a_run_of_another_org_is_no_run(runtime, db) -> None:
+    """Before: `dlq.replay` took no org, so a caller that `runs.find(..., org_id=B)` correctly
+    refused could replay org A's job. Now the org is a required keyword (None: operators)."""
+    org_a, org_b = uuid.uuid4(), uuid.uuid4()
+    job_id = f"{org_a}:test:echo:{uuid.uuid4()}:0"
+    db.execute(
+        "INSERT INTO job_runs (org_id, job_name, job_id, queue, status, payload, attempt,"
+        " error_code, queued_at, finished_at) VALUES (%s, 'test:echo', %s, 'testq', 'DEAD',"
+        " '{}', 3, 'X', now(), now())",
+        (org_a, job_id),
+    )
+    with pytest.raises(TypeError):
+        dlq.replay(job_id, by="ops")  # type: ignore[call-arg]  # no org: not a default
+    with pytest.raises(RunNotFound):
+        dlq.replay(job_id, org_id=org_b, by="ops", dry_run=True)
+    with pytest.raises(RunNotFound):
+        dlq.replay(job_id, org_id=org_b, by="ops")
+    assert dlq.replay_all(queue="testq", org_id=org_b, by="ops") == []
+    assert runs.find(job_id, org_id=org_a).status == "DEAD"  # type: ignore[union-attr]
+    assert runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq") == 0
+
+    done = dlq.replay(job_id, org_id=org_a, by="ops")
+    assert done.job_id == job_id
+    assert runs.find(job_id, org_id=org_a).status == "QUEUED"  # type: ignore[union-attr]
