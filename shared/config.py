@@ -151,6 +151,19 @@ class Settings(BaseSettings):
         default=10_000,
         description="Longest wait for a busy signer before the job is requeued (not an attempt)",
     )
+    # An unreachable node is the node's state, not the action's fault (DESIGN §3): retried
+    # without spending attempts, waits doubling up to the max, for up to the outage window.
+    chain_outage_window_s: float = Field(
+        default=3_600.0,
+        gt=0,
+        description="How long an unreachable EVM node is retried before the action is DEAD",
+    )
+    chain_outage_retry_min_s: float = Field(
+        default=1.0, gt=0, description="First retry of an action after the node did not answer"
+    )
+    chain_outage_retry_max_s: float = Field(
+        default=30.0, gt=0, description="Longest wait between two tries while the node is down"
+    )
     chain_keks: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="Key-encryption keys of wallet keys (JSON {key_id: base64 of 32 bytes}); never logged",

@@ -3,6 +3,7 @@ sharing one signer, a node that is down then up, and a worker killed mid-transac
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -100,26 +101,58 @@ def test_two_workers_racing_on_one_signer_use_consecutive_nonces(
     assert all(world.has_badge(p, 7) for p in players)
 
 
-def test_a_node_down_then_up_is_retried_until_the_action_is_done(
+def test_a_node_down_for_25_s_is_waited_out_without_spending_attempts(
     world: World, workers: Workers, runtime: Runtime, anvil: devnet.Anvil
 ) -> None:
+    """An outage longer than the attempts' back-offs (5 attempts from 300 ms here): the actions
+    wait for the node without spending attempts and complete by themselves when it returns."""
     port = devnet.free_port()
     proxy = Proxy(port, ("127.0.0.1", int(anvil.url.rsplit(":", 1)[1])))
-    workers.start(CHAIN_RPC_URL=f"http://127.0.0.1:{port}")
-    job = mint(world, 3, world.accounts[4].address)
-    failed = wait_for(
-        lambda: (v := runs.find(job, org_id=None, runtime=runtime)) and v.attempt >= 2 and v,
+    operator = world.operator.address
+    start = world.nonce(operator)
+    workers.start(CHAIN_RPC_URL=f"http://127.0.0.1:{port}", CHAIN_OUTAGE_RETRY_MAX_S="2")
+    players = [world.accounts[i].address for i in (4, 5, 6)]
+    jobs = [mint(world, 3, p) for p in players]
+    down_since = time.monotonic()
+    waiting = wait_for(
+        lambda: (
+            (v := runs.find(jobs[0], org_id=None, runtime=runtime))
+            and v.error_code == "NODE_OUTAGE"
+            and v
+        ),
         timeout=20,
-        what="an attempt failed on the unreachable node",
+        what="an action waiting for the node",
     )
-    assert failed.error_code == "RPC_UNAVAILABLE" and "RpcUnavailable" in (failed.error or "")
+    assert waiting.status == "QUEUED" and "EVM node unavailable" in (waiting.error or "")
+    time.sleep(max(0.0, 25 - (time.monotonic() - down_since)))
+    assert all(runs.find(j, org_id=None, runtime=runtime).status == "QUEUED" for j in jobs)
     proxy.up()
     try:
-        (view,) = finished(runtime, [job])
+        views = finished(runtime, jobs, timeout=30)
     finally:
         proxy.down()
-    assert view.status == "COMPLETED" and view.result["outcome"] == "confirmed"
-    assert world.has_badge(world.accounts[4].address, 3)
+    assert [(v.status, v.result["outcome"]) for v in views] == [("COMPLETED", "confirmed")] * 3
+    assert [v.attempt for v in views] == [1, 1, 1]  # the outage spent no attempt
+    assert all(world.has_badge(p, 3) for p in players)
+    assert world.nonce(operator) == start + 3  # each intent once on chain
+
+
+def test_an_outage_longer_than_its_window_ends_dead_with_the_reason(
+    world: World, workers: Workers, runtime: Runtime
+) -> None:
+    """The window logic with a 3 s window (the default is an hour): DEAD, NODE_UNAVAILABLE."""
+    unreachable = f"http://127.0.0.1:{devnet.free_port()}"
+    workers.start(
+        CHAIN_RPC_URL=unreachable,
+        CHAIN_OUTAGE_WINDOW_S="3",
+        CHAIN_OUTAGE_RETRY_MIN_S="0.3",
+        CHAIN_OUTAGE_RETRY_MAX_S="1",
+    )
+    began = time.monotonic()
+    (view,) = finished(runtime, [mint(world, 3, world.accounts[4].address)], timeout=30)
+    assert time.monotonic() - began >= 3
+    assert (view.status, view.error_code, view.attempt) == ("DEAD", "NODE_UNAVAILABLE", 1)
+    assert "outage window 3s" in (view.error or "") and "ConnectionError" in (view.error or "")
 
 
 def test_a_worker_killed_after_broadcast_sends_no_second_transaction(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.chain.errors import RpcUnavailable
 from shared.contracts.chain import ClaimPrizeV2, ClaimRefundV2, MintBadgeV2
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
@@ -19,7 +20,7 @@ def mint_badge(payload: MintBadgeV2, job: JobContext) -> dict[str, Any]:
     action = Action(
         MINT_BADGE, job.job_id, payload.round_id, payload.player, payload.chain_id, payload.contract
     )
-    return perform(action, services.for_runtime(get_runtime()))
+    return _run(action, job)
 
 
 @handler(catalog.CHAIN_CLAIM_PRIZE)
@@ -32,7 +33,7 @@ def claim_prize(payload: ClaimPrizeV2, job: JobContext) -> dict[str, Any]:
         payload.chain_id,
         payload.contract,
     )
-    return perform(action, services.for_runtime(get_runtime()))
+    return _run(action, job)
 
 
 @handler(catalog.CHAIN_CLAIM_REFUND)
@@ -45,4 +46,20 @@ def claim_refund(payload: ClaimRefundV2, job: JobContext) -> dict[str, Any]:
         payload.chain_id,
         payload.contract,
     )
-    return perform(action, services.for_runtime(get_runtime()))
+    return _run(action, job)
+
+
+def _run(action: Action, job: JobContext) -> dict[str, Any]:
+    """`perform`, with an unreachable node mapped to "retry later" (no attempt spent) for up to
+    the outage window; the collaborators are built inside, as building asks the node too."""
+    runtime = get_runtime()
+    outages = services.outages(runtime)
+    try:
+        result = perform(action, services.for_runtime(runtime))
+    except RpcUnavailable as exc:
+        raise outages.failed(job.job_id, exc) from None
+    except BaseException:
+        outages.clear(job.job_id)
+        raise
+    outages.clear(job.job_id)
+    return result

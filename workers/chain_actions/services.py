@@ -12,6 +12,7 @@ from shared.chain.client import ChainClient
 from shared.chain.journal import ActionJournal
 from shared.chain.keys import Keyring
 from shared.chain.lock import SignerLocks, signer_lock_prefix
+from shared.chain.outage import OutagePolicy, Outages
 from shared.chain.registry import contract_address
 from shared.chain.transactions import TxPolicy, TxSender
 from shared.config import Settings
@@ -75,3 +76,23 @@ def for_runtime(runtime: Runtime) -> Collaborators:
             if key not in _built:
                 _built[key] = build(runtime)
     return _built[key]
+
+
+_outages: dict[int, Outages] = {}
+
+
+def outages(runtime: Runtime) -> Outages:
+    """Where this process keeps each action's node outage (Redis; needs no node to be built)."""
+    import redis
+
+    key = id(runtime)
+    if key not in _outages:
+        with _lock:
+            if key not in _outages:
+                settings = runtime.settings
+                _outages[key] = Outages(
+                    redis.Redis.from_url(settings.redis_url, socket_timeout=5),
+                    settings.broker_namespace,
+                    OutagePolicy.from_settings(settings),
+                )
+    return _outages[key]
