@@ -48,6 +48,9 @@ class JobContext:
     #: What the handler returned (stored on the run by the tracking middleware).
     result: Any = None
     _write_progress: ProgressWriter | None = field(default=None, repr=False)
+    #: The payload as the tracking middleware parsed (and upgraded) it, so the handler's
+    #: wrapper does not parse it twice.
+    parsed: Any = field(default=None, repr=False)
 
     def progress(self, done: int, total: int, *, checkpoint: Any = None) -> None:
         """Report `{done, total}` (and a checkpoint); raises `JobCanceled` when cancel was asked."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import dramatiq
 
 from ..contracts.base import Payload
-from ..errors import JobCanceled
+from ..errors import InvalidPayload, JobCanceled
 from .context import JobContext, current_job
 from .spec import JobSpec
 
@@ -61,9 +61,15 @@ def handler(
     spec: JobSpec[P], *, broker: dramatiq.Broker | None = None
 ) -> Callable[[Handler[P]], BoundJob[P]]:
     def decorate(fn: Handler[P]) -> BoundJob[P]:
-        def run(data: Any) -> Any:
-            payload = spec.contract.parse(data)
-            job = current_job() or _detached(spec, payload)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if len(args) != 1 or kwargs:  # checked by the tracking middleware already
+                raise InvalidPayload(f"{spec.name}: one positional payload argument expected")
+            job = current_job()
+            if job is not None and job.parsed is not None and job.job_name == spec.name:
+                payload = job.parsed
+            else:
+                payload = spec.contract.parse(args[0])
+            job = job or _detached(spec, payload)
             if job.cancel_requested:
                 raise JobCanceled(f"{job.job_id} canceled before this delivery started")
             # The result travels on the context to the tracking middleware; the actor returns

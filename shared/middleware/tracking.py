@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import random
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +22,7 @@ from dramatiq.middleware.middleware import MiddlewareError
 
 from ..config import RetryPolicy, Settings
 from ..contracts.base import SYSTEM_ORG
-from ..errors import AlreadyDone, PermanentError, RetryLater
+from ..errors import AlreadyDone, InvalidPayload, PermanentError, RetryLater
 from ..jobs import catalog
 from ..jobs.context import JobContext, set_current_job
 from ..jobs.gate import dedup_key
@@ -69,6 +70,17 @@ class Tracking(Middleware):
 
     def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
         info = message_info(message)
+        spec = None
+        if info.job_name in broker.actors:
+            spec = broker.get_actor(info.job_name).options.get("job_spec")
+        parsed, refusal, verified = (
+            check_message(spec, message, info) if spec is not None else (None, None, True)
+        )
+        if not verified:
+            # Its job id is not its payload's (or cannot be told): recording it under that id
+            # would start, finish or skip another job's run. It is a run of its own.
+            info = replace(info, job_id=f"raw:{info.job_name}:{info.message_id}")
+            message.fleet_info = info
         policy = self.policy(broker, info.job_name, info.queue)
         try:
             started = self.writer.start_run(info, policy.max_attempts)
@@ -96,11 +108,14 @@ class Tracking(Middleware):
             checkpoint=started.checkpoint,
             cancel_requested=started.cancel_requested,
             _write_progress=self.writer.progress,
+            parsed=parsed,
         )
         message.fleet_info = info
         message.fleet_ctx = ctx
         message.fleet_started = time.monotonic()
         message.fleet_token = set_current_job(ctx)
+        if refusal is not None:  # recorded as started: the outcome makes it DEAD at once
+            raise refusal
 
     def record_undecodable(self, queue: str, redis_id: str, data: bytes, error: Exception) -> None:
         """Record bytes that are no Dramatiq message as a DEAD run (`UNDECODABLE`), keyed by
@@ -275,6 +290,59 @@ class Tracking(Middleware):
             if nack:
                 message.fail()
             return False
+
+
+class Refused(PermanentError, MiddlewareError, Retry):
+    """A message refused before its handler runs (its shape, payload or job id). A
+    `MiddlewareError`, or Dramatiq would swallow it and run the handler; a `Retry` only so
+    that Dramatiq does not log a traceback for it: the run says it all."""
+
+
+def check_message(
+    spec: Any, message: Any, info: MessageInfo
+) -> tuple[Any, PermanentError | None, bool]:
+    """(the payload parsed and upgraded, a refusal or None, whether the message's job id may be
+    used for its run). A message must carry its payload as its one positional argument, the
+    payload must satisfy the job's contract, and an `options.job_id` must be the id the
+    payload derives (computed on the payload at its own version, as its producer did, or at
+    the newest); a job id that cannot be checked is not used."""
+    claimed = message.options.get("job_id")
+    trusted = not claimed or str(claimed).startswith("raw:")  # a raw id is keyed by message
+    if len(message.args) != 1 or message.kwargs:
+        error = Refused(
+            f"{spec.name}: a message carries one positional payload argument and no keywords; "
+            f"got {len(message.args)} argument(s) and keywords {sorted(message.kwargs)}",
+            code="INVALID_PAYLOAD",
+        )
+        return None, error, trusted
+    data = message.args[0]
+    try:
+        parsed = spec.contract.parse(data)
+    except InvalidPayload as exc:
+        return None, Refused(str(exc), code="INVALID_PAYLOAD"), trusted
+    if trusted:
+        return parsed, None, True
+    derived = spec.job_id(parsed)
+    if derived != claimed:
+        at_wire = _job_id_at_wire_version(spec, data)
+        if at_wire != claimed:
+            error = Refused(
+                f"options.job_id {claimed!r} is not the job id its payload derives "
+                f"({derived!r}): refused, the run of {claimed!r} is left as it is",
+                code="JOB_ID_MISMATCH",
+            )
+            return None, error, False
+    return parsed, None, True
+
+
+def _job_id_at_wire_version(spec: Any, data: Any) -> str | None:
+    """The job id of `data` validated at its own (older) version, as its producer derived it
+    before a newer version shipped; None when it cannot be computed."""
+    try:
+        model = spec.contract.by_version[data["v"]].model_validate(data)
+        return str(spec.job_id(model))
+    except Exception:
+        return None
 
 
 #: The job name of a run recorded for bytes that are no Dramatiq message.
