@@ -6,7 +6,10 @@ Outcomes (issue 3; BlockLucky's sender logged a refusal and reported success, se
   are kept on the row (`refused`) and in the job result: the message was delivered, resending
   would duplicate it for those who got it.
 - 5xx, bad template, bad header: row FAILED with the code and text, `PermanentError` (job DEAD).
-  A 5xx to the primary RCPT is a bounce: the address is suppressed, its sequences stop.
+  A 5xx to the primary RCPT is a bounce: the address is suppressed, its sequences stop, and
+  no later email of that org is attempted to it (row CANCELED `RECIPIENT_BOUNCED`, run
+  COMPLETED with status SUPPRESSED; issue 16) except templates listed in
+  EMAIL_BOUNCE_EXEMPT_TEMPLATES.
 - 4xx, connection refused, timeouts before DATA (issue 16): the server's state, not the email's
   fault: row back to QUEUED with the reason, and the job tried again on the deferral schedule
   (deferral.py: doubling waits up to EMAIL_DEFER_MAX_S) without spending an attempt (RetryLater),
@@ -25,6 +28,7 @@ Outcomes (issue 3; BlockLucky's sender logged a refusal and reported success, se
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -77,7 +81,14 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
     # loses is derived again by the redelivery. SENDING and SENT are the writes that must last.
     with m.pool.connection() as conn:
         row = store.load_for_send(conn, payload, now)
-        stop = _stop_before_send(conn, row, payload, now, m.sending_grace_s)
+        stop = _stop_before_send(
+            conn,
+            row,
+            payload,
+            now,
+            m.sending_grace_s,
+            bounce_exempt=m.settings.email_bounce_exempt_templates,
+        )
     if stop is not None:
         if stop.error is not None:
             raise stop.error
@@ -166,6 +177,8 @@ def _stop_before_send(
     payload: EmailSendV1,
     now: datetime,
     grace_s: float,
+    *,
+    bounce_exempt: Collection[str] = (),
 ) -> _Stop | None:
     if row is None:
         return _Stop(
@@ -217,6 +230,11 @@ def _stop_before_send(
     if row.sequence_id is not None and not sequences.is_active(conn, row.sequence_id):
         store.mark(conn, row.id, "CANCELED", now, error_code="SEQUENCE_STOPPED")
         return _Stop(result={"status": "CANCELED", "reason": "sequence stopped"})
+    if row.template_key not in bounce_exempt:
+        bounce = sequences.bounce_of(conn, row.org_id, row.recipient_email)
+        if bounce is not None:
+            store.mark(conn, row.id, "CANCELED", now, error_code="RECIPIENT_BOUNCED", error=bounce)
+            return _Stop(result={"status": "SUPPRESSED", "reason": sequences.BOUNCED})
     return None
 
 

@@ -5,8 +5,9 @@ A sequence holds its steps `[{"template_key": ..., "delay_s": ...}]`. Only the n
 exists as a `scheduled_emails` row: it is created when the previous one is marked SENT (in the
 same transaction), due `delay_s` after that send, so a step that waited for a retry pushes the
 rest back instead of bunching them up. `email_suppressions` (UNSUBSCRIBED, BOUNCED) stops every
-active sequence of the address and cancels its pending step. Suppressions apply to sequences
-only: a transactional email (a sign-in code) is still sent to an unsubscribed address.
+active sequence of the address and cancels its pending step. An unsubscribe applies to
+sequences only: a transactional email (a sign-in code) is still sent to an unsubscribed
+address. A bounce applies to every send (delivery.py), unless the template is exempt.
 """
 
 from __future__ import annotations
@@ -132,6 +133,17 @@ def is_active(conn: psycopg.Connection[Any], sequence_id: UUID) -> bool:
         "SELECT status FROM email_sequences WHERE id = %s", (sequence_id,)
     ).fetchone()
     return row is not None and row[0] == "ACTIVE"
+
+
+def bounce_of(conn: psycopg.Connection[Any], org_id: UUID, email: str) -> str | None:
+    """The bounce that suppressed `email` in the org ("BOUNCED: 550 ..."), None if it did not.
+    Checked before every send, transactional ones included (issue 16)."""
+    row = conn.execute(
+        "SELECT detail FROM email_suppressions WHERE org_id = %s AND email = lower(%s)"
+        " AND reason = %s",
+        (org_id, email, BOUNCED),
+    ).fetchone()
+    return None if row is None else f"{BOUNCED}: {row[0] or 'hard bounce'}"
 
 
 def is_suppressed(conn: psycopg.Connection[Any], org_id: UUID, email: str) -> bool:

@@ -94,7 +94,7 @@ def postfix() -> Iterator[postfix_instance.Postfix]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def email_settings(settings: Settings, port: int) -> Settings:
+def email_settings(settings: Settings, port: int, **overrides: object) -> Settings:
     return settings.model_copy(
         update={
             "retries": {**settings.retries, "email": EMAIL_RETRY},
@@ -104,6 +104,7 @@ def email_settings(settings: Settings, port: int) -> Settings:
             "email_defer_min_s": DEFER_MIN_S,
             "email_defer_max_s": DEFER_MAX_S,
             "email_outage_window_s": OUTAGE_WINDOW_S,
+            **overrides,
         }
     )
 
@@ -122,7 +123,9 @@ def make_email_worker(runtime: Runtime, settings: Settings) -> Iterator[object]:
     with started_workers(
         install=lambda worker: set_mailer(worker.mailer), uninstall=lambda: set_mailer(None)
     ) as start:
-        yield lambda port: start(EmailWorker(email_settings(settings, port)))
+        yield lambda port, **overrides: start(
+            EmailWorker(email_settings(settings, port, **overrides))
+        )
 
 
 @pytest.fixture
