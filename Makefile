@@ -36,8 +36,12 @@ prereqs:
 ## run: the whole fleet on this machine (embedded Redis/Postgres when none answer); Ctrl-C stops it
 ## `make run DEMO=1` also sends the demo workload (`fleet demo`) once every process is ready.
 run: $(STAMP)
-	@# OCR of scanned pages needs Tesseract (fra, eng): installed when missing (root), else a warning.
-	-@bash workers/doc/install_tesseract.sh || echo "doc worker: Tesseract missing, scanned pages will fail (see above)"
+	@# What the workers need from Debian (Tesseract for OCR, DejaVu for PDF exports): installed when
+	@# missing (root), else a warning. `install_test_*.sh` scripts are for the test suite only.
+	-@for script in workers/*/install_*.sh; do \
+		case "$$script" in */install_test_*) continue;; esac; \
+		bash "$$script" || echo "warning: $$script could not install its packages (see above)"; \
+	done
 	$(BIN)/fleet run $(if $(filter 1 yes true,$(DEMO)),--demo)
 
 ## run-worker-<domain> / run-scheduler: one process in the foreground (Redis/Postgres from env)
