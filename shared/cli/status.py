@@ -11,7 +11,8 @@ What it shows and where each figure comes from:
 - indexer lag: the node's head minus the stored cursor;
 - outbox backlog: PENDING events and the age of the oldest.
 
-Every section degrades on its own: an unreachable source is reported, never fatal.
+Every section degrades on its own: an unreachable source is reported and the others are still
+shown; the command then exits 1 (naming what it could not read), so that scripts can alert.
 """
 
 from __future__ import annotations
@@ -319,3 +320,26 @@ def status(
         output.print_json(report)
     else:
         render(report)
+    failed = unreadable(report)
+    if failed:
+        # Every section is still shown; the exit code tells a script that one is missing.
+        output.note(f"could not read: {', '.join(failed)}")
+        raise typer.Exit(1)
+
+
+def unreadable(report: dict[str, Section]) -> list[str]:
+    """The sections (dotted paths) that hold an error instead of figures."""
+    found: list[str] = []
+
+    def walk(section: Any, path: str) -> None:
+        if isinstance(section, dict):
+            if "error" in section and isinstance(section["error"], str):
+                found.append(path)
+                return
+            for key, value in section.items():
+                if isinstance(value, dict):
+                    walk(value, f"{path}.{key}")
+
+    for name, section in report.items():
+        walk(section, name)
+    return found

@@ -26,6 +26,7 @@ from .embedded import postgres as embedded_postgres
 from .embedded import redis as embedded_redis
 from .embedded import smtp as embedded_smtp
 from .metrics_dir import fresh
+from .net import port_free
 from .plan import fleet_plan, lookup
 from .status import table, wait_ready
 from .supervisor import Supervisor
@@ -74,6 +75,15 @@ def launch(
     services: list[Service] = []
     try:
         plan = fleet_plan(settings, only=only)
+        busy = [
+            f"{spec.name} {spec.health_port}" for spec in plan if not port_free(spec.health_port)
+        ]
+        if busy:
+            # Never share a port with whatever holds it (another fleet would answer for us).
+            raise LaunchError(
+                f"health port in use by another process: {', '.join(busy)}"
+                " (another fleet running? stop it, or set HEALTH_BASE_PORT)"
+            )
         redis = embedded_redis.resolve(settings.redis_url, var, env=env)
         services.append(redis)
         say(redis.describe())

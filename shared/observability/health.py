@@ -1,14 +1,16 @@
 """`/health/live`, `/health/ready` and `/metrics` on a small HTTP server per process.
 
-The socket is bound with SO_REUSEPORT, so the processes of one worker (`--processes N`) share
-a port; any of them answers (metrics are aggregated across processes anyway).
+One process, one port: the socket is bound without SO_REUSEPORT, so a second process asking
+for a port that a running fleet holds fails at once with `HealthPortInUse` ("port ... in use by
+another process") instead of sharing it, with both answering at random. Every process of the
+fleet runs Dramatiq with `--processes 1` and gets its own port (`launcher/plan.py`).
 """
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
-import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +18,7 @@ from typing import Any
 
 import structlog
 
+from ..errors import FleetError
 from .metrics import render
 
 log = structlog.get_logger("jobfleet.health")
@@ -23,14 +26,17 @@ log = structlog.get_logger("jobfleet.health")
 Check = Callable[[], None]
 
 
+class HealthPortInUse(FleetError, OSError):
+    """The health port is in use by another process."""
+
+    code = "PORT_IN_USE"
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # SO_REUSEADDR only: a port whose old connections linger in TIME_WAIT may be bound again,
+    # a port another process listens on may not (that would take SO_REUSEPORT).
     allow_reuse_address = True
-
-    def server_bind(self) -> None:
-        if hasattr(socket, "SO_REUSEPORT"):
-            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        super().server_bind()
 
 
 class HealthServer:
@@ -48,7 +54,15 @@ class HealthServer:
         self.checks = checks
         self.metrics_token = metrics_token
         self.collector = collector
-        self._httpd = _Server((host, port), self._handler())
+        try:
+            self._httpd = _Server((host, port), self._handler())
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise HealthPortInUse(
+                f"{service}: health port {host}:{port} is in use by another process"
+                " (another fleet running? stop it, or set HEALTH_PORT / HEALTH_BASE_PORT)"
+            ) from None
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="jobfleet-health", daemon=True
         )

@@ -441,3 +441,18 @@ def test_importing_the_cli_imports_no_worker() -> None:
         check=True,
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_fleet_status_exits_non_zero_when_a_section_cannot_be_read(runtime: Any) -> None:
+    """Before: every section degraded to an error line and the command still exited 0."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        nowhere = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"  # nothing listens there
+    done = fleet("status", "--json", env={"REDIS_URL": nowhere})
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(done.stdout)  # the report is still printed, whole
+    assert "error" in report["queues"] and "error" in report["workers"]["heartbeats"]
+    assert "error" not in report["outbox"]  # what could be read was
+    assert "queues" in done.stderr and "workers.heartbeats" in done.stderr
+    human = fleet("status", env={"REDIS_URL": nowhere})
+    assert human.returncode == 1 and "outbox" in human.stdout
