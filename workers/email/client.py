@@ -69,6 +69,23 @@ def template_keys() -> list[str]:
     return _templates().keys()
 
 
+def template_variables(template_key: str) -> list[str]:
+    """The variables a template uses in any language and part (besides the built-ins PRODUCT,
+    LANG and SUBJECT): what `variables` must hold."""
+    import jinja2.meta
+
+    from .templates import LANGS, TEMPLATE_DIR
+
+    env = _templates().env
+    names: set[str] = set()
+    for lang in LANGS:
+        for part in ("subject.txt", "txt", "html"):
+            path = TEMPLATE_DIR / lang / f"{template_key}.{part}"
+            if path.exists():
+                names |= jinja2.meta.find_undeclared_variables(env.parse(path.read_text()))
+    return sorted(names - {"PRODUCT", "LANG", "SUBJECT"})
+
+
 def check_template(template_key: str, lang: str, variables: Mapping[str, Any]) -> None:
     """Render the template once: `PayloadError` if the worker could not render it."""
     from .templates import HeaderInjection, MissingVariable, UnknownTemplate
@@ -149,4 +166,10 @@ def _stage(session: Session, payload: EmailSendV1, via: Via, request_id: str | N
     return outbox.enqueue(session, catalog.EMAIL_SEND, payload, request_id=request_id).job_id
 
 
-__all__ = ["ScheduledEmail", "check_template", "schedule_email", "template_keys"]
+__all__ = [
+    "ScheduledEmail",
+    "check_template",
+    "schedule_email",
+    "template_keys",
+    "template_variables",
+]
