@@ -115,6 +115,32 @@ def _configure() -> None:
     configure_logging(
         level=os.environ.get("FLEET_LOG_LEVEL", "WARNING"), fmt="console", process="fleet"
     )
+    _adopt_local_fleet()
+
+
+def _adopt_local_fleet() -> None:
+    """With nothing configured (no REDIS_URL, no DATABASE_URL), use the services of the fleet
+    `make run` is running here (`var/run/services.json`), and say so: a second terminal then
+    reaches the fleet's own embedded Redis and Postgres, never the defaults silently."""
+    from shared.config import get_settings
+    from shared.launcher import services_file
+
+    if "REDIS_URL" in os.environ or "DATABASE_URL" in os.environ:
+        return  # configured: the environment says which services, whatever runs here
+    var_dir = os.environ.get("VAR_DIR") or get_settings().var_dir
+    file = services_file.path(var_dir)
+    exports = services_file.read_live(file)
+    if not exports:
+        return
+    taken = {k: v for k, v in exports.items() if k not in os.environ}
+    os.environ.update(taken)
+    get_settings.cache_clear()
+    from rich.markup import escape
+
+    from .settings import redact_url
+
+    shown = ", ".join(f"{k}={redact_url(v)}" for k, v in taken.items())
+    output.err.print(escape(f"using the running local fleet's services ({file}): {shown}"))
 
 
 app.add_typer(jobs.app, name="jobs")

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from ..config import Settings, get_settings
-from . import LaunchError
+from . import LaunchError, services_file
 from .embedded import Service
 from .embedded import evm as embedded_evm
 from .embedded import postgres as embedded_postgres
@@ -71,6 +71,7 @@ def launch(
         (var / sub).mkdir(parents=True, exist_ok=True)
     signals = _Signals()
     signals.install()
+    services_json = services_file.path(var)
     env = dict(os.environ)
     services: list[Service] = []
     try:
@@ -113,6 +114,8 @@ def launch(
         services.append(evm)
         say(evm.describe())
         child_env["CHAIN_RPC_URL"] = evm.url
+        # A `fleet` command in another terminal finds these (`services_file.py`).
+        services_file.write(services_json, child_env)
         if evm.embedded:
             say(
                 f"reference contracts deployed: {embedded_evm.deploy(child_env, var / 'log' / 'deploy.log')}"
@@ -138,6 +141,11 @@ def launch(
             demo_proc = None
             if not signals.stop.is_set():
                 _print_summary(supervisor, states, var, settings, say)
+                say(
+                    "another terminal: `fleet ...` finds these services by itself"
+                    f" ({services_json}); other tools: "
+                    + services_file.shell_exports(services_file.read_live(services_json) or {})
+                )
                 if demo:
                     demo_proc = _start_demo(child_env, states, say)
                 supervisor.run(signals.stop)
@@ -151,6 +159,7 @@ def launch(
         say(f"error: {exc}")
         return 1
     finally:
+        services_file.remove(services_json)
         for service in reversed(services):
             if service.embedded:
                 say(f"stopping embedded {service.name}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
 import tempfile
 import urllib.error
@@ -176,10 +177,29 @@ def test_embedded_redis_and_postgres_start_when_the_urls_point_nowhere(
     assert redis_answers(redis_url)
     assert (var_dir / "redis" / "appendonly.aof").exists()
 
+    # A second terminal: `fleet` with nothing configured finds the fleet's own services (before:
+    # the default URLs, another Redis and Postgres, silently); other tools get exports to paste.
+    wait_for(lambda: "another terminal" in proc.log_path.read_text(), what="the exports line")
+    assert f"export REDIS_URL={redis_url}" in proc.log_path.read_text()
+    unconfigured = {k: v for k, v in procs.env().items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    second = subprocess.run(
+        [str(Path(sys.executable).with_name("fleet")), "jobs", "list", "--json"],
+        env={**unconfigured, "VAR_DIR": str(var_dir)},
+        cwd=var_dir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert second.returncode == 0, second.stderr
+    assert "using the running local fleet's services" in second.stderr
+    assert f":{pg_port}/" in second.stderr and redis_url in second.stderr
+
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(40) == 0, proc.log_path.read_text()[-3000:]
     assert not redis_answers(redis_url)
     assert port_free(pg_port)
+    assert not (var_dir / "run" / "services.json").exists()
 
 
 # -- Makefile targets --------------------------------------------------------------------------
