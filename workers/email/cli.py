@@ -122,13 +122,60 @@ def sink(
     serve(host or settings.smtp_host, port or settings.smtp_port, maildir or _maildir())
 
 
+@app.command("check-log")
+def check_log(
+    log: Annotated[Path, typer.Option(help="Postfix log file (e.g. /var/log/mail.log)")],
+    email_id: Annotated[
+        uuid.UUID | None, typer.Argument(help="scheduled_emails id (or --message-id)")
+    ] = None,
+    org: Annotated[uuid.UUID | None, typer.Option(help="Org of the email")] = None,
+    message_id: Annotated[str | None, typer.Option(help="Message-ID, e.g. <abc@host>")] = None,
+) -> None:
+    """Did Postfix queue an UNCONFIRMED email? Exit 0: queued (do not resend); 3: seen by cleanup
+    but never queued (safe to resend); 4: not in this log (look in rotated logs)."""
+    from .maillog import NOT_FOUND, QUEUED, postfix_verdict
+
+    if message_id is None:
+        if email_id is None or org is None:
+            raise typer.BadParameter("give EMAIL_ID with --org, or --message-id")
+        message_id = _message_id_of(email_id, org)
+    with open(log, encoding="utf-8", errors="replace") as lines:
+        verdict = postfix_verdict(lines, message_id)
+    for line in verdict.lines:
+        typer.echo(f"  {line}")
+    if verdict.status == QUEUED:
+        typer.echo(f"{message_id}: QUEUED by Postfix as {', '.join(verdict.queued)}: do not resend")
+        raise typer.Exit(0)
+    if verdict.status == NOT_FOUND:
+        typer.echo(f"{message_id}: NOT_FOUND in {log}: check rotated logs and the other relays")
+        raise typer.Exit(4)
+    typer.echo(
+        f"{message_id}: NOT_QUEUED (cleanup saw it as {', '.join(verdict.queue_ids)}, never "
+        f"queued): safe to resend"
+    )
+    raise typer.Exit(3)
+
+
+def _message_id_of(email_id: uuid.UUID, org: uuid.UUID) -> str:
+    from shared.runtime import get_runtime
+
+    from . import store
+
+    with get_runtime().pool.connection() as conn:
+        row = store.get(conn, email_id, org)
+    if row is None or row.message_id is None:
+        typer.echo(f"error: no email {email_id} with a Message-ID in org {org}", err=True)
+        raise typer.Exit(1)
+    return row.message_id
+
+
 @app.command()
 def resend(
     email_id: Annotated[uuid.UUID, typer.Argument(help="scheduled_emails id")],
     org: Annotated[uuid.UUID, typer.Option(help="Org of the email")],
     by: Annotated[str, typer.Option(help="Operator name for the audit")] = "",
 ) -> None:
-    """Send again an UNCONFIRMED or FAILED email (check the SMTP log for its Message-ID first)."""
+    """Send again an UNCONFIRMED or FAILED email (first `fleet email check-log`: docs/email.md)."""
     from shared.errors import FleetError
     from shared.runtime import get_runtime
 

@@ -19,8 +19,9 @@ Outcomes (issue 3; BlockLucky's sender logged a refusal and reported success, se
   DATA, so a SENDING row seen by a later delivery means an earlier attempt died inside the DATA
   exchange or before recording the reply. SMTP cannot be asked whether it accepted a message,
   so rather than risk a duplicate the row becomes UNCONFIRMED and the job DEAD with
-  EMAIL_UNCONFIRMED: visible in the DLQ, searchable in the SMTP server's log by its
-  Message-ID, and sent again only by an operator (`fleet email resend`), with the same
+  EMAIL_UNCONFIRMED: visible in the DLQ, checked in the SMTP server's log (docs/email.md: a
+  queue id that reached the queue, not a bare Message-ID line; `fleet email check-log` for
+  Postfix), and sent again only by an operator (`fleet email resend`), with the same
   Message-ID. A SENDING row younger than the SMTP timeouts may still be in flight in a worker
   wrongly presumed dead: that delivery waits (RetryLater) instead.
 """
@@ -223,8 +224,9 @@ def _stop_before_send(
         return _Stop(
             error=Unconfirmed(
                 f"email {row.id} (Message-ID {row.message_id}) was being sent when its attempt stopped; the server "
-                f"may have accepted it: look for that Message-ID in the SMTP server's log, then "
-                f"`fleet email resend {row.id} --org {row.org_id}` to send it again"
+                f"may have accepted it: check whether the server queued it (docs/email.md, UNCONFIRMED; "
+                f"Postfix: `fleet email check-log {row.id} --org {row.org_id} --log <mail.log>`), and only "
+                f"if it did not, `fleet email resend {row.id} --org {row.org_id}`"
             )
         )
     if row.sequence_id is not None and not sequences.is_active(conn, row.sequence_id):

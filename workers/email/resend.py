@@ -1,7 +1,8 @@
 """Operator action: send again an email whose outcome is unknown (UNCONFIRMED) or that failed.
 
 Never automatic: an UNCONFIRMED email may well be in the recipient's mailbox already. The
-operator checks the SMTP server's log for its Message-ID first; the resend replays the DEAD
+operator checks first whether the SMTP server queued it (docs/email.md; `fleet email
+check-log` for Postfix); the resend replays the DEAD
 `email:send` run (audited by the DLQ) and carries the same Message-ID.
 """
 
