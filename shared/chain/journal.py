@@ -129,6 +129,16 @@ class ActionJournal:
             ).fetchone()
         return ActionRow(*row) if row else None
 
+    def settled(self, job_id: str) -> tuple[str, str | None] | None:
+        """(status, tx_hash) when the row is CONFIRMED or ALREADY_DONE: nothing left to send."""
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT status, tx_hash FROM chain_actions WHERE job_id = %s"
+                " AND status IN ('CONFIRMED', 'ALREADY_DONE')",
+                (job_id,),
+            ).fetchone()
+        return (str(row[0]), row[1]) if row else None
+
     def in_flight(self, job_id: str) -> InFlight | None:
         with self._tx() as conn:
             row = conn.execute(
@@ -201,6 +211,9 @@ class ActionJournal:
                     error_code = %s, error = %s, raw_tx = NULL, updated_at = now(),
                     confirmed_at = CASE WHEN %s IN ('CONFIRMED', 'ALREADY_DONE') THEN now() END
                 WHERE job_id = %s
+                  -- never back from done: a late delivery's failing preflight must not undo it
+                  AND (status NOT IN ('CONFIRMED', 'ALREADY_DONE')
+                       OR %s IN ('CONFIRMED', 'ALREADY_DONE'))
                 """,
                 (
                     status,
@@ -212,5 +225,6 @@ class ActionJournal:
                     error,
                     status,
                     job_id,
+                    status,
                 ),
             )

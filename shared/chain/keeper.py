@@ -157,6 +157,8 @@ def _send(
     common: dict[str, Any] = {"signer": operator.address, "tx_hash": outcome.tx_hash,
                               "gas_used": outcome.gas_used, "block_number": outcome.block_number}  # fmt: skip
     name = "draw_requested" if kind == DRAW else "round_closed"
+    if outcome.recorded is not None:  # another holder settled this key first: nothing sent
+        return KeeperResult("already_done", round_id, outcome.tx_hash)
     if outcome.confirmed:
         deps.journal.finish(job_id, "CONFIRMED", **common)
         log.info("keeper." + name, round_id=round_id, tx_hash=outcome.tx_hash, resumed=resumed)

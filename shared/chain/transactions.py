@@ -12,14 +12,23 @@ For a request keyed by a job id, `TxSender.execute`:
 5. waits for the receipt, replacing an unmined transaction every `replace_after_s` with the same
    nonce and bumped fees (every hash is journaled; whichever is mined wins), up to
    `receipt_timeout_s`, after which the job retries and step 2 picks it up;
-6. decodes a reverted receipt into its custom error by replaying the call at the receipt's block.
+6. settles only once the receipt's block is `confirmations` deep (`INDEXER_CONFIRMATIONS`, the
+   depth the indexer trusts): a transaction a reorg takes out meanwhile is broadcast again (the
+   same signed bytes: never a second transaction) and awaited anew;
+7. decodes a reverted receipt into its custom error by replaying the call at the receipt's block.
+
+Under the lock, the journal row is read again first: a delivery that began before another one
+settled the same key (a second keeper, a redelivery) returns the recorded outcome instead of
+sending, or of overwriting a CONFIRMED row with the outcome of a failing preflight. A request's
+`before_send` (the job's cancel check) runs right before anything is signed: a cancel that
+arrived while the job waited for the lock stops it with nothing sent.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -51,6 +60,7 @@ class NonceConsumed(ChainError):
 
 
 class Journal(Protocol):
+    def settled(self, job_id: str) -> tuple[str, str | None] | None: ...
     def in_flight(self, job_id: str) -> InFlight | None: ...
     def record_broadcast(self, job_id: str, signer: str, broadcast: Broadcast) -> None: ...
     def forget_in_flight(self, job_id: str) -> None: ...
@@ -65,6 +75,8 @@ class TxPolicy:
     priority_fee: int = 1 * GWEI
     gas_margin_percent: int = 20
     poll_max_s: float = 0.5
+    #: Blocks on top of the receipt's before it counts (0: the receipt settles at once).
+    confirmations: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TxPolicy:
@@ -75,6 +87,7 @@ class TxPolicy:
             max_fee=int(settings.chain_max_fee_gwei * GWEI),
             priority_fee=int(settings.chain_priority_fee_gwei * GWEI),
             gas_margin_percent=settings.chain_gas_limit_margin_percent,
+            confirmations=settings.indexer_confirmations,
         )
 
 
@@ -84,6 +97,8 @@ class TxRequest:
     to: str
     data: bytes
     value: int = 0
+    #: Called right before signing a new transaction; raising stops the send (a cancel check).
+    before_send: Callable[[], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,8 @@ class TxOutcome:
     #: Settled from an earlier delivery's journaled transaction (nothing sent this time).
     reconciled: bool = False
     broadcasts: int = 0
+    #: The journal row was already final under the lock (its status): nothing was sent.
+    recorded: str | None = None
 
 
 class TxSender:
@@ -123,6 +140,11 @@ class TxSender:
         self, account: LocalAccount, req: TxRequest, *, preflight: bool = True
     ) -> TxOutcome:
         with self.locks.hold(account.address) as lock:
+            final = self.journal.settled(req.key)
+            if final is not None:
+                status, tx_hash = final
+                log.info("tx.already_settled", key=req.key, status=status, tx_hash=tx_hash)
+                return TxOutcome(confirmed=False, tx_hash=tx_hash, reconciled=True, recorded=status)
             prior = self.journal.in_flight(req.key)
             if prior is not None:
                 settled = self._reconcile(account, req, prior, lock)
@@ -136,6 +158,8 @@ class TxSender:
                     return TxOutcome(confirmed=False, revert=decode_revert(exc.data))
                 gas = FALLBACK_GAS
             gas = gas * (100 + self.policy.gas_margin_percent) // 100
+            if req.before_send is not None:
+                req.before_send()
             nonce = self.client.nonce(account.address, "pending")
             fees = initial_fees(
                 self.client.base_fee(),
@@ -162,21 +186,6 @@ class TxSender:
         if prior.signer.lower() != account.address.lower():
             self.journal.forget_in_flight(req.key)
             return None
-        mined = self._first_receipt(prior.broadcasts)
-        if mined is not None:
-            log.info("tx.reconciled", key=req.key, tx_hash=mined[0].tx_hash, outcome="mined")
-            return self._settle(
-                account, req, mined[0], mined[1], reconciled=True, count=len(prior.broadcasts)
-            )
-        if self.client.nonce(account.address, "latest") > prior.nonce:
-            mined = self._first_receipt(prior.broadcasts)  # a block may have landed in between
-            if mined is not None:
-                return self._settle(
-                    account, req, mined[0], mined[1], reconciled=True, count=len(prior.broadcasts)
-                )
-            log.warning("tx.nonce_consumed", key=req.key, nonce=prior.nonce)
-            self.journal.forget_in_flight(req.key)
-            return None
         latest = Broadcast(
             prior.latest.tx_hash,
             prior.nonce,
@@ -185,11 +194,22 @@ class TxSender:
             prior.latest.gas,
             prior.raw,
         )
+        sent = [*prior.broadcasts[:-1], latest]
+        mined = self._first_receipt(prior.broadcasts)
+        if mined is not None:  # awaited to its confirmations like a fresh one
+            log.info("tx.reconciled", key=req.key, tx_hash=mined[0].tx_hash, outcome="mined")
+            return self._await(account, req, sent, lock, reconciled=True)
+        if self.client.nonce(account.address, "latest") > prior.nonce:
+            if self._first_receipt(prior.broadcasts) is not None:  # a block landed in between
+                return self._await(account, req, sent, lock, reconciled=True)
+            log.warning("tx.nonce_consumed", key=req.key, nonce=prior.nonce)
+            self.journal.forget_in_flight(req.key)
+            return None
         log.info(
             "tx.reconciled", key=req.key, tx_hash=latest.tx_hash, outcome="unmined, rebroadcast"
         )
         self._broadcast(req, latest)
-        return self._await(account, req, [*prior.broadcasts[:-1], latest], lock, reconciled=True)
+        return self._await(account, req, sent, lock, reconciled=True)
 
     def _await(
         self,
@@ -204,19 +224,38 @@ class TxSender:
         deadline = start + self.policy.receipt_timeout_s
         replace_at = start + self.policy.replace_after_s
         pause = 0.01
+        seen: str | None = None  # the hash we last saw mined, until it is deep enough
         while True:
             mined = self._first_receipt(sent)
             if mined is not None:
-                return self._settle(
-                    account, req, mined[0], mined[1], reconciled=reconciled, count=len(sent)
-                )
+                seen = mined[0].tx_hash
+                block = int(mined[1]["blockNumber"], 16)
+                depth = self.client.block_number() - block if self.policy.confirmations else 0
+                if depth >= self.policy.confirmations:
+                    return self._settle(
+                        account, req, mined[0], mined[1], reconciled=reconciled, count=len(sent)
+                    )
+            elif seen is not None:
+                # Mined, then taken out by a reorg before it was deep enough: its nonce is free
+                # again. Put the same signed transaction back (one transaction, never two).
+                log.warning("tx.reorged_out", key=req.key, tx_hash=seen, nonce=sent[-1].nonce)
+                seen = None
+                if self.client.nonce(account.address, "latest") > sent[-1].nonce:
+                    self.journal.forget_in_flight(req.key)
+                    raise NonceConsumed(
+                        f"nonce {sent[-1].nonce} of {account.address} used by another"
+                        " transaction after a reorg"
+                    )
+                self._broadcast(req, sent[-1])
+                replace_at = self._clock() + self.policy.replace_after_s
             now = self._clock()
             if now >= deadline:
+                state = "not final" if mined is not None else "unmined"
                 raise TxNotMined(
                     f"{sent[-1].tx_hash} (nonce {sent[-1].nonce}, {len(sent)} broadcasts)"
-                    f" unmined after {self.policy.receipt_timeout_s:.0f}s"
+                    f" {state} after {self.policy.receipt_timeout_s:.0f}s"
                 )
-            if now >= replace_at:
+            if mined is None and now >= replace_at:
                 sent.append(self._replace(account, req, sent))
                 replace_at = now + self.policy.replace_after_s
             lock.renew()

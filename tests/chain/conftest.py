@@ -67,6 +67,8 @@ def chain_env(anvil: devnet.Anvil, **extra: str) -> dict[str, str]:
         "CHAIN_KEK_ID": "a",
         "CHAIN_SIGNER_LOCK_TTL_MS": "2000",
         "CHAIN_RPC_TIMEOUT_S": "2",
+        # Anvil mines on demand here: a receipt settles at once unless a test asks for depth.
+        "INDEXER_CONFIRMATIONS": "0",
         "RETRIES": json.dumps(
             {"chain-actions": {"max_attempts": 5, "min_backoff_ms": 300, "max_backoff_ms": 1000}}
         ),
@@ -85,6 +87,7 @@ def chain_settings(settings: Settings, anvil: devnet.Anvil) -> Settings:
             "chain_kek_id": "a",
             "chain_signer_lock_ttl_ms": 2_000,
             "chain_rpc_timeout_s": 2.0,
+            "indexer_confirmations": 0,
         }
     )
 

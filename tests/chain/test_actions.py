@@ -13,15 +13,19 @@ from shared.errors import PermanentError
 from shared.jobs.ids import chain_job_id
 from workers.chain_actions.domain import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE, Action, perform
 
-from .world import TICKET, World
+from .world import TICKET, World, project_ticket
 
 ZERO = "0x" + "00" * 20
 
 
-def action(kind: str, round_id: int, address: str, *, deps: Any) -> Action:
-    """The action a v2 payload for the session's lottery asks for."""
+def action(kind: str, round_id: int, address: str, *, deps: Any, ticket: bool = True) -> Action:
+    """The action a v2 payload for the session's lottery asks for (a mint: for a player the
+    projections know in that round, unless `ticket` is False)."""
     lottery = deps.contract_address(LOTTERY)
     job_id = chain_job_id(kind, deps.chain_id, lottery, round_id, address)
+    if kind == MINT_BADGE and ticket:
+        with deps.connect() as conn:
+            project_ticket(conn, deps.chain_id, lottery, round_id, address)
     return Action(kind, job_id, round_id, address, deps.chain_id, lottery)
 
 
@@ -148,3 +152,25 @@ def test_a_mined_revert_is_decoded_into_its_custom_error(world: World, deps: Any
     assert outcome.tx_hash is not None and outcome.gas_used and not outcome.confirmed
     assert outcome.revert is not None and outcome.revert.name == "BadgeAlreadyMinted"
     assert outcome.revert.args["roundId"] == 2
+
+
+def test_a_mint_for_a_player_without_a_ticket_is_refused(world: World, deps: Any) -> None:
+    """Payloads are not trusted: a badge needs the player's ticket in the projections."""
+    nonce = world.nonce(world.operator.address)
+    with pytest.raises(PermanentError) as no_ticket:
+        perform(action(MINT_BADGE, 1, world.accounts[3].address, deps=deps, ticket=False), deps)
+    assert no_ticket.value.code == "NOT_A_PLAYER"
+    assert not world.has_badge(world.accounts[3].address, 1)
+    assert world.nonce(world.operator.address) == nonce
+
+
+def test_a_claim_for_the_operator_wallet_is_refused(world: World, deps: Any) -> None:
+    """Claims are signed by player wallets only: never with the operator's key."""
+    operator = world.operator.address
+    round_id = world.cancelled_round(world.operator)  # the operator bought tickets itself
+    nonce = world.nonce(operator)
+    with pytest.raises(PermanentError) as operator_claim:
+        perform(action(CLAIM_REFUND, round_id, operator, deps=deps), deps)
+    assert operator_claim.value.code == "NOT_A_PLAYER_WALLET"
+    assert world.lottery_call("paidBy", round_id, operator)[0] == 2 * TICKET  # not refunded
+    assert world.nonce(operator) == nonce

@@ -12,7 +12,7 @@ from shared.chain.wallets import EMBEDDED, count_by_kek, load_signer, rotate_kek
 from shared.jobs.ids import chain_job_id
 from workers.chain_actions.domain import MINT_BADGE, Action, perform
 
-from .world import KEK_A, KEK_B, World, keyring
+from .world import KEK_A, KEK_B, World, keyring, project_ticket
 
 KEY = bytes.fromhex("11" * 32)
 ADDRESS = "0x19E7E376E7C213B7E7e7e46cc70A5dD086DAff2A"  # the address of KEY
@@ -52,6 +52,7 @@ def test_a_wrong_kek_is_a_clear_permanent_error(world: World, deps: Any, db: Any
     lottery = world.contracts[LOTTERY]
     job_id = chain_job_id(MINT_BADGE, deps.chain_id, lottery, 1, player)
     job = Action(MINT_BADGE, job_id, 1, player, deps.chain_id, lottery)
+    project_ticket(db, deps.chain_id, lottery, 1, player)
     with pytest.raises(WalletKeyUnreadable) as failure:
         perform(job, deps)
     assert failure.value.code == "WALLET_KEY_UNREADABLE"

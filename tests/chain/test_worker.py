@@ -17,7 +17,7 @@ from tests.support.wait import wait_for
 
 from .conftest import Workers
 from .proxy import Proxy
-from .world import KEK_A, World
+from .world import KEK_A, World, project_ticket
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +38,11 @@ def scope(world: World) -> dict[str, Any]:
 
 
 def mint(world: World, round_id: int, player: str) -> str:
+    """Send a mint for `player`, whose ticket in `round_id` the projections know."""
+    from shared.runtime import get_runtime
+
+    with get_runtime().pool.connection() as conn:
+        project_ticket(conn, world.client.chain_id(), world.contracts[LOTTERY], round_id, player)
     return catalog.CHAIN_MINT_BADGE.send(
         {"org_id": SYSTEM_ORG, **scope(world), "round_id": round_id, "player": player}
     ).job_id

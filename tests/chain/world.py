@@ -96,3 +96,24 @@ class World:
 
     def nonce(self, address: str) -> int:
         return self.client.nonce(address, "latest")
+
+
+def project_ticket(conn: Any, chain_id: int, lottery: str, round_id: int, player: str) -> None:
+    """The `lottery_tickets` row the indexer writes for a purchase, for tests that send a mint
+    without buying (the worker mints only for a player the projections know in that round)."""
+    import secrets
+
+    from shared.chain.address import to_checksum_address
+
+    conn.execute(
+        "INSERT INTO lottery_tickets (chain_id, contract, tx_hash, log_index, block_number,"
+        " round_id, player, ticket_count, amount_wei) VALUES (%s, %s, %s, 0, 0, %s, %s, 1, %s)",
+        (
+            chain_id,
+            to_checksum_address(lottery),
+            "0x" + secrets.token_hex(32),
+            round_id,
+            to_checksum_address(player),
+            TICKET,
+        ),
+    )

@@ -13,7 +13,7 @@ from shared.chain import devnet
 from shared.chain.abi import LOTTERY, encode_call
 from shared.chain.keeper import DRAW, _key, _send, run_once
 from shared.chain.lock import HeldLock, LockLost
-from shared.chain.transactions import TxPolicy, TxSender
+from shared.chain.transactions import TxPolicy, TxRequest, TxSender
 from shared.runtime import Runtime
 from tests.chain.world import World
 
@@ -110,3 +110,26 @@ def test_while_a_draw_is_pending_no_second_transaction_is_sent(
     ).fetchone()
     assert row == ("CONFIRMED", 1, settled.tx_hash)
     assert world.lottery_call("getRound", round_id)[0][0] == 3  # Completed
+
+
+def test_a_late_second_keeper_never_turns_a_confirmed_row_back(
+    world: World, jobs: chain.ChainJobs
+) -> None:
+    """A second keeper (or a redelivery) read the journal row before the first settled it: under
+    the signer lock it finds the row CONFIRMED and sends nothing; a FAILED written after a
+    failing preflight cannot overwrite it either."""
+    keeper = jobs.keeper
+    round_id = ready_round(world)
+    key = _key(keeper, DRAW, round_id)
+    late = keeper.journal.begin(key, type=DRAW, round_id=round_id, address=keeper.lottery)
+    assert late.status == "PENDING"
+
+    assert run_once(keeper, now()).outcome == "draw_requested"
+    sent = world.nonce(world.operator.address)
+    request = TxRequest(key, keeper.lottery, encode_call(LOTTERY, "requestDraw"))
+    outcome = keeper.sender.execute(world.operator, request)  # its preflight would revert now
+    assert outcome.recorded == "CONFIRMED" and outcome.revert is None
+    assert world.nonce(world.operator.address) == sent
+    keeper.journal.finish(key, "FAILED", error_code="RoundNotOpen", error="a late preflight")
+    row = keeper.journal.get(key)
+    assert row is not None and (row.status, row.error_code) == ("CONFIRMED", None)

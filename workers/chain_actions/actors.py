@@ -55,7 +55,11 @@ def _run(action: Action, job: JobContext) -> dict[str, Any]:
     runtime = get_runtime()
     outages = services.outages(runtime)
     try:
-        result = perform(action, services.for_runtime(runtime))
+        # A cancel that arrived while the action waited (signer lock, outage) stops it before
+        # anything is signed: `progress` raises `JobCanceled` when one was asked.
+        result = perform(
+            action, services.for_runtime(runtime), before_send=lambda: job.progress(0, 1)
+        )
     except RpcUnavailable as exc:
         raise outages.failed(job.job_id, exc) from None
     except BaseException:

@@ -10,7 +10,10 @@ Outcomes: confirmed → success; already done (`PrizeAlreadyClaimed`, `NothingTo
 `BadgeAlreadyMinted`) → success; definitive (`NotWinner`, `RoundNotCompleted`,
 `RoundNotCancelled`, `ZeroAddressNotAllowed`) → `PermanentError` whose code is the error name;
 unknown wallet or no stored key → success doing nothing, logged with the reason; RPC down or
-timeouts → the exception propagates and the queue's policy retries. Any other revert (a paused
+timeouts → retried later without spending attempts, for up to the outage window (actors).
+Payloads are not trusted: a badge needs a ticket of the player in that round in the indexer's
+projections (`NOT_A_PLAYER`), a claim a player's (embedded) wallet, never the operator's
+(`NOT_A_PLAYER_WALLET`), the lottery a deployment known on this chain. Any other revert (a paused
 contract, a misconfigured operator) is retried too: state can change, and a reverting preflight
 costs no gas.
 """
@@ -30,7 +33,7 @@ from shared.chain.errors import ChainError, WalletKeyUnreadable
 from shared.chain.journal import ActionJournal, ConnectionFactory
 from shared.chain.keys import Keyring
 from shared.chain.transactions import TxOutcome, TxRequest, TxSender
-from shared.chain.wallets import load_operator, load_signer, wallet_info
+from shared.chain.wallets import EMBEDDED, load_operator, load_signer, wallet_info
 from shared.errors import PermanentError
 from shared.jobs.ids import chain_job_id
 
@@ -86,15 +89,30 @@ class Collaborators:
     contract_address: Callable[[str], str]  # contract name -> current address on this chain
     #: Is this address a lottery whose rounds the indexer projected (an earlier deployment)?
     known_lottery: Callable[[str], bool] = lambda address: False
+    #: (lottery, round, player) -> does the indexer know a ticket of the player in that round?
+    holds_ticket: Callable[[str, int, str], bool] = lambda lottery, round_id, player: False
 
 
-def perform(action: Action, deps: Collaborators) -> dict[str, Any]:
+def perform(
+    action: Action, deps: Collaborators, *, before_send: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Send the action's transaction once; `before_send` (the job's cancel check) runs right
+    before a new transaction is signed."""
     lottery = _lottery(action, deps)
     if action.chain_id == 0:
         # A v1 message keeps its v1 job id but is journaled under the scoped key, as a v2
         # message for the same intent would be: one journal row per intent.
         key = chain_job_id(action.type, deps.chain_id, lottery, action.round_id, action.address)
         action = replace(action, job_id=key, chain_id=deps.chain_id, lottery=lottery)
+    if action.type == MINT_BADGE and not deps.holds_ticket(
+        lottery, action.round_id, action.address
+    ):
+        # The payload is not trusted: a badge is for a player the indexer saw buy a ticket.
+        raise PermanentError(
+            f"{action.address} holds no ticket of round {action.round_id} of {lottery}"
+            " (lottery_tickets)",
+            code="NOT_A_PLAYER",
+        )
     contract = lottery if action.contract_name == LOTTERY else deps.contract_address(BADGE)
     row = deps.journal.begin(
         action.job_id,
@@ -123,7 +141,8 @@ def perform(action: Action, deps: Collaborators) -> dict[str, Any]:
             "chain_action.skipped", action=action.type, address=action.address, reason=reason
         )
         return {"outcome": "skipped", "reason": reason}
-    outcome = deps.sender.execute(signer, TxRequest(action.job_id, contract, action.calldata()))
+    request = TxRequest(action.job_id, contract, action.calldata(), before_send=before_send)
+    outcome = deps.sender.execute(signer, request)
     return _conclude(action, deps, signer.address, outcome)
 
 
@@ -154,6 +173,13 @@ def _signer(action: Action, deps: Collaborators) -> tuple[LocalAccount | None, s
         info = wallet_info(conn, action.address)
         if info is None:
             return None, f"unknown wallet {action.address}"
+        if info.kind != EMBEDDED:
+            # Claims are signed by the player's own wallet; the operator's key never claims.
+            raise PermanentError(
+                f"{action.type} for {action.address}: a {info.kind.lower()} wallet, not a"
+                " player's; claims are signed by player wallets only",
+                code="NOT_A_PLAYER_WALLET",
+            )
         if not info.has_key:
             return None, f"wallet {action.address} has no stored key"
         return load_signer(conn, deps.keyring, action.address), ""
@@ -162,6 +188,9 @@ def _signer(action: Action, deps: Collaborators) -> tuple[LocalAccount | None, s
 def _conclude(
     action: Action, deps: Collaborators, signer: str, outcome: TxOutcome
 ) -> dict[str, Any]:
+    if outcome.recorded is not None:
+        # Settled by another delivery while this one waited for the signer: nothing was sent.
+        return {"outcome": outcome.recorded.lower(), "tx_hash": outcome.tx_hash, "recorded": True}
     common: dict[str, Any] = {
         "signer": signer,
         "tx_hash": outcome.tx_hash,

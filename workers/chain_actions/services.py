@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 
 from shared.chain.abi import BADGE, LOTTERY
+from shared.chain.address import to_checksum_address
 from shared.chain.client import ChainClient
 from shared.chain.journal import ActionJournal
 from shared.chain.keys import Keyring
@@ -53,6 +54,17 @@ def build(runtime: Runtime) -> Collaborators:
                 is not None
             )
 
+    def holds_ticket(lottery: str, round_id: int, player: str) -> bool:
+        with runtime.pool.connection() as conn:
+            return (
+                conn.execute(
+                    "SELECT 1 FROM lottery_tickets WHERE chain_id = %s AND contract = %s"
+                    " AND round_id = %s AND player = %s LIMIT 1",
+                    (chain_id, lottery, round_id, to_checksum_address(player)),
+                ).fetchone()
+                is not None
+            )
+
     return Collaborators(
         sender=TxSender(client, locks, journal, TxPolicy.from_settings(settings)),
         journal=journal,
@@ -61,6 +73,7 @@ def build(runtime: Runtime) -> Collaborators:
         chain_id=chain_id,
         contract_address=address_of,
         known_lottery=known_lottery,
+        holds_ticket=holds_ticket,
     )
 
 
