@@ -256,7 +256,7 @@ PROBE = textwrap.dedent(
     handlers = len(logging.getLogger().handlers)
     import workers
     for domain in {clients!r}:
-        if shells:  # the domain package without its __init__ (which boots the worker today)
+        if shells:  # the domain package without its __init__: what the client itself loads
             package = types.ModuleType(f"workers.{{domain}}")
             package.__path__ = [str(Path(workers.__file__).parent / domain)]
             sys.modules[package.__name__] = package
@@ -301,10 +301,5 @@ def test_the_client_modules_boot_nothing_and_load_no_heavy_dependency() -> None:
     assert probe("shells") == NOTHING_BOOTED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="workers/<domain>/__init__.py boots the worker (`dramatiq workers.<domain>`): the "
-    "boot moves to workers/<domain>/app.py with issue 17; then this passes and the marker goes",
-)
 def test_importing_a_client_from_a_fresh_interpreter_boots_nothing() -> None:
     assert probe("packages") == NOTHING_BOOTED

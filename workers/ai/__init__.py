@@ -1,11 +1,12 @@
-"""The ai worker: `dramatiq workers.ai` (`make run-worker-ai`)."""
+"""The ai worker: `dramatiq workers.ai` (`make run-worker-ai`), booted by `app.py`.
 
-from shared.bootstrap import boot_worker
-from shared.config import get_settings
-from shared.observability.logging import redact_dramatiq_messages
+Importing this package boots nothing, so that a producer can import `workers.ai.client`
+without a broker, logging set-up or runtime (DESIGN §1). Only when Dramatiq's CLI names this
+package as its broker module (`dramatiq workers.ai`, as the launcher and compose do) does it
+load `app.py`, the worker process.
+"""
 
-broker = boot_worker("ai")
-# The kernel keeps payloads out of Dramatiq's lines; AI_LOG_CONTENT (debugging) lets them in.
-redact_dramatiq_messages(enabled=not get_settings().ai_log_content)
+import sys
 
-from . import actors  # noqa: E402,F401  (binds the handlers to the broker above)
+if "dramatiq.cli" in sys.modules and __name__ in sys.argv[1:]:
+    from .app import broker  # noqa: F401

@@ -1,7 +1,12 @@
-"""The doc worker: `dramatiq workers.doc` (`make run-worker-doc`)."""
+"""The doc worker: `dramatiq workers.doc` (`make run-worker-doc`), booted by `app.py`.
 
-from shared.bootstrap import boot_worker
+Importing this package boots nothing, so that a producer can import `workers.doc.client`
+without a broker, logging set-up or runtime (DESIGN §1). Only when Dramatiq's CLI names this
+package as its broker module (`dramatiq workers.doc`, as the launcher and compose do) does it
+load `app.py`, the worker process.
+"""
 
-broker = boot_worker("doc")
+import sys
 
-from . import actors  # noqa: E402,F401  (binds the handlers to the broker above)
+if "dramatiq.cli" in sys.modules and __name__ in sys.argv[1:]:
+    from .app import broker  # noqa: F401

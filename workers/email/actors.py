@@ -12,6 +12,7 @@ from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.jobs.handler import BoundJob, handler
 
+from . import app as _app  # noqa: F401  (the worker's broker: boots before the handlers bind)
 from .delivery import deliver
 from .due import run_due
 from .wiring import get_mailer

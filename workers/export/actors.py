@@ -11,6 +11,7 @@ from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.jobs.handler import BoundJob, handler
 
+from . import app as _app  # noqa: F401  (the worker's broker: boots before the handlers bind)
 from .build import build_export
 from .wiring import get_exporter
 

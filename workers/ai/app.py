@@ -1,0 +1,16 @@
+"""The ai worker process: `dramatiq workers.ai.app` (or `dramatiq workers.ai`).
+
+The only module of the domain that boots anything: the worker's broker (installed globally, with
+its runtime and logging), then the actors bound to it. Importing `workers.ai.client` (a
+producer) never imports this module (DESIGN §1).
+"""
+
+from shared.bootstrap import boot_worker
+from shared.config import get_settings
+from shared.observability.logging import redact_dramatiq_messages
+
+broker = boot_worker("ai")
+# The kernel keeps payloads out of Dramatiq's lines; AI_LOG_CONTENT (debugging) lets them in.
+redact_dramatiq_messages(enabled=not get_settings().ai_log_content)
+
+from . import actors  # noqa: E402,F401  (binds the handlers to the broker above)
