@@ -198,6 +198,14 @@ class Settings(BaseSettings):
     smtp_validate_certs: bool = Field(
         default=True, description="Verify the server certificate (TLS, STARTTLS)"
     )
+    smtp_pool_size: int = Field(
+        default=8,
+        ge=1,
+        description="SMTP connections a worker process keeps open to one server at most (reused)",
+    )
+    smtp_pool_idle_s: float = Field(
+        default=30.0, gt=0, description="An idle pooled SMTP connection is closed after this"
+    )
     email_from: str = Field(
         default="jobfleet <no-reply@jobfleet.localhost>",
         description="From header; its address is the envelope sender",

@@ -1,12 +1,14 @@
-"""One SMTP transaction with aiosmtplib, and what its outcome means.
+"""One SMTP transaction with aiosmtplib, in phases, and what its outcome means.
 
-The transaction is driven step by step (connect, MAIL, RCPT per recipient, DATA) instead of
+The transaction is driven step by step (MAIL, RCPT per recipient, DATA) instead of
 `send_message`, for two reasons:
 - nothing is delivered before the server answers DATA, so `before_data` can record "sending"
   at the last moment: a crash earlier leaves the email plainly unsent (safe to send again);
 - RCPT replies are seen one by one: the primary recipient refused aborts the transaction
   (nobody gets it), a copy refused while the primary is accepted is a partial delivery whose
   refusals are reported (aiosmtplib's `send_message` returns them instead of raising).
+The connection comes from the process's pool (pool.py) and goes back to it when the server's
+replies leave it in a known state (`SmtpFailure.reusable`).
 
 Outcomes: `Accepted` (the server took responsibility: 250 to DATA); `SmtpRejected` (a 5xx reply,
 or a misconfiguration such as STARTTLS not offered: retrying cannot help); `SmtpDeferred` (a
@@ -17,11 +19,8 @@ have accepted the message; SMTP offers no way to ask afterwards, RFC 5321 §6.1)
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +73,7 @@ class SmtpFailure(Exception):
         code: int | None = None,
         recipient: str | None = None,
         error_code: str | None = None,
+        reusable: bool = False,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -81,6 +81,8 @@ class SmtpFailure(Exception):
         self.code = code
         self.recipient = recipient
         self._error_code = error_code
+        #: The connection is in a known state after it (the server replied): back to the pool.
+        self.reusable = reusable
 
     @property
     def error_code(self) -> str:
@@ -109,10 +111,17 @@ def _classify(
     exc: aiosmtplib.SMTPResponseException, stage: str, recipient: str | None = None
 ) -> SmtpFailure:
     kind = SmtpRejected if 500 <= exc.code < 600 else SmtpDeferred
-    return kind(_reply(exc.code, exc.message), stage=stage, code=exc.code, recipient=recipient)
+    # 421: the server is closing the connection (RFC 5321 §3.8), whatever the command.
+    return kind(
+        _reply(exc.code, exc.message),
+        stage=stage,
+        code=exc.code,
+        recipient=recipient,
+        reusable=exc.code != 421,
+    )
 
 
-def _client(config: SmtpConfig) -> aiosmtplib.SMTP:
+def client_for(config: SmtpConfig) -> aiosmtplib.SMTP:
     return aiosmtplib.SMTP(
         hostname=config.host,
         port=config.port,
@@ -144,69 +153,93 @@ async def _mail_options(
             f"part in {', '.join(a for a in (envelope.sender, *envelope.recipients) if not a.isascii())}",
             stage="mail",
             error_code=SMTPUTF8_NOT_SUPPORTED,
+            reusable=True,
         )
     return ["SMTPUTF8"], "utf-8"
 
 
-async def _transaction(
-    config: SmtpConfig, content: bytes, envelope: Envelope, before_data: Callable[[], None]
-) -> Accepted:
-    client = _client(config)
-    stage = "connect"
+async def connect(config: SmtpConfig) -> aiosmtplib.SMTP:
+    """A new connection, greeted; `SmtpDeferred` (or `SmtpRejected` for a TLS setting the
+    server cannot serve) when it cannot be opened."""
+    client = client_for(config)
+    try:
+        await client.connect()
+    except aiosmtplib.SMTPResponseException as exc:
+        client.close()
+        raise _classify(exc, "connect") from None
+    except aiosmtplib.SMTPNotSupported as exc:
+        client.close()
+        raise SmtpRejected(f"{config.host}:{config.port}: {exc}", stage="tls") from None
+    except (aiosmtplib.SMTPException, OSError) as exc:
+        client.close()
+        raise SmtpDeferred(f"{type(exc).__name__}: {exc}", stage="connect") from None
+    return client
+
+
+class StaleConnection(Exception):
+    """A pooled connection the server had closed: nothing was sent on it, open another."""
+
+
+async def begin(
+    client: aiosmtplib.SMTP, config: SmtpConfig, envelope: Envelope, *, reused: bool
+) -> dict[str, str]:
+    """MAIL and RCPT; returns the copies refused while the primary recipient was accepted.
+    On a reused connection, a first command that finds it closed is a `StaleConnection`."""
+    stage = "mail"
     try:
         try:
-            await client.connect()
-            stage = "mail"
             options, encoding = await _mail_options(client, config, envelope)
             await client.mail(envelope.sender, options=options, encoding=encoding)
-            refused: dict[str, str] = {}
-            stage = "rcpt"
-            for index, recipient in enumerate(envelope.recipients):
-                try:
-                    await client.rcpt(recipient, encoding=encoding)
-                except aiosmtplib.SMTPRecipientRefused as exc:
-                    if index == 0:
-                        raise _classify(exc, "rcpt", recipient) from None
-                    refused[recipient] = _reply(exc.code, exc.message)
+        except (aiosmtplib.SMTPServerDisconnected, ConnectionError) as exc:
+            if reused:
+                raise StaleConnection(str(exc)) from None
+            raise
         except aiosmtplib.SMTPResponseException as exc:
-            raise _classify(exc, stage) from None
-        except aiosmtplib.SMTPNotSupported as exc:
-            raise SmtpRejected(f"{config.host}:{config.port}: {exc}", stage="tls") from None
-        except (aiosmtplib.SMTPException, OSError) as exc:
-            raise SmtpDeferred(f"{type(exc).__name__}: {exc}", stage=stage) from None
+            if reused and exc.code == 421:  # an idle timeout the server announced
+                raise StaleConnection(str(exc)) from None
+            raise
+        refused: dict[str, str] = {}
+        stage = "rcpt"
+        for index, recipient in enumerate(envelope.recipients):
+            try:
+                await client.rcpt(recipient, encoding=encoding)
+            except aiosmtplib.SMTPRecipientRefused as exc:
+                if index == 0:
+                    raise _classify(exc, "rcpt", recipient) from None
+                refused[recipient] = _reply(exc.code, exc.message)
+        return refused
+    except aiosmtplib.SMTPResponseException as exc:
+        raise _classify(exc, stage) from None
+    except (aiosmtplib.SMTPException, OSError) as exc:
+        raise SmtpDeferred(f"{type(exc).__name__}: {exc}", stage=stage) from None
 
-        before_data()
-        try:
-            response = await client.data(content)
-        except aiosmtplib.SMTPResponseException as exc:
-            raise _classify(exc, "data") from None  # a reply: definitely not accepted
-        except (aiosmtplib.SMTPException, OSError) as exc:
-            raise SmtpOutcomeUnknown(
-                f"{type(exc).__name__} during DATA: {exc}", stage="data"
-            ) from None
+
+async def send_data(client: aiosmtplib.SMTP, content: bytes) -> str:
+    """DATA; the server's reply when it accepted the message."""
+    try:
+        response = await client.data(content)
+    except aiosmtplib.SMTPResponseException as exc:
+        # A reply: definitely not accepted, and the transaction is over (the connection is fine).
+        raise _classify(exc, "data") from None
+    except (aiosmtplib.SMTPException, OSError) as exc:
+        raise SmtpOutcomeUnknown(f"{type(exc).__name__} during DATA: {exc}", stage="data") from None
+    return _reply(response.code, response.message)
+
+
+async def reset(client: aiosmtplib.SMTP) -> bool:
+    """RSET after an aborted transaction; False when the connection is not fit for reuse."""
+    if not client.is_connected:
+        return False
+    try:
+        await client.rset()
+    except (aiosmtplib.SMTPException, OSError):
+        return False
+    return True
+
+
+async def close(client: aiosmtplib.SMTP, *, polite: bool) -> None:
+    if polite and client.is_connected:
         with contextlib.suppress(aiosmtplib.SMTPException, OSError):
-            await client.quit()  # accepted already; a failed QUIT changes nothing
-        return Accepted(reply=_reply(response.code, response.message), refused=refused)
-    finally:
-        if client.is_connected:
-            client.close()
-
-
-_loops = threading.local()
-
-
-def _runner() -> asyncio.Runner:
-    """This thread's event loop, kept between sends: a new loop per email (`asyncio.run`) cost
-    more than the SMTP transaction itself in the benchmark. Worker threads live as long as the
-    process, and so do their loops."""
-    runner: asyncio.Runner | None = getattr(_loops, "runner", None)
-    if runner is None:
-        runner = _loops.runner = asyncio.Runner()
-    return runner
-
-
-def send(
-    config: SmtpConfig, content: bytes, envelope: Envelope, *, before_data: Callable[[], None]
-) -> Accepted:
-    """Run one SMTP transaction from a worker thread, on that thread's event loop."""
-    return _runner().run(_transaction(config, content, envelope, before_data))
+            await client.quit()
+    if client.is_connected:
+        client.close()

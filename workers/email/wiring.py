@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from shared.runtime import Runtime, get_runtime
 
 from .deferral import DeferralPolicy
+from .pool import SmtpPool
 from .smtp import Accepted, SmtpConfig
-from .smtp import send as smtp_send
 from .templates import Templates
 
 if TYPE_CHECKING:
@@ -38,8 +38,20 @@ class Mailer:
     send_job: Callable[[EmailSendV1], SendResult]
     deferral: DeferralPolicy = field(default_factory=DeferralPolicy)
     clock: Callable[[], datetime] = utcnow
-    transport: Callable[..., Accepted] = field(default=smtp_send)
+    #: `(config, content, envelope, *, before_data) -> Accepted`: the pool's `send`.
+    transport: Callable[..., Accepted] = field(default=None)  # type: ignore[assignment]
     rng: random.Random = field(default_factory=random.Random)
+    smtp_pool: SmtpPool | None = None
+
+    def __post_init__(self) -> None:
+        if self.transport is None:
+            self.smtp_pool = self.smtp_pool or SmtpPool.from_settings(self.settings)
+            self.transport = self.smtp_pool.send
+
+    def close(self) -> None:
+        """Close the pooled SMTP connections (QUIT)."""
+        if self.smtp_pool is not None:
+            self.smtp_pool.close()
 
     @property
     def sending_grace_s(self) -> float:

@@ -112,9 +112,15 @@ def email_settings(settings: Settings, port: int, **overrides: object) -> Settin
 class EmailWorker(InProcessWorker):
     """An in-process email worker (fleet middleware, real Redis) consuming the `email` queue."""
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings, service="test-email", bind=actors.bind, queues={"email"})
+    def __init__(self, settings: Settings, threads: int = 4) -> None:
+        super().__init__(
+            settings, service="test-email", bind=actors.bind, queues={"email"}, threads=threads
+        )
         self.mailer: Mailer = build_mailer(self.runtime)
+
+    def stop(self) -> None:
+        super().stop()
+        self.mailer.close()
 
 
 @pytest.fixture
@@ -123,8 +129,8 @@ def make_email_worker(runtime: Runtime, settings: Settings) -> Iterator[object]:
     with started_workers(
         install=lambda worker: set_mailer(worker.mailer), uninstall=lambda: set_mailer(None)
     ) as start:
-        yield lambda port, **overrides: start(
-            EmailWorker(email_settings(settings, port, **overrides))
+        yield lambda port, threads=4, **overrides: start(
+            EmailWorker(email_settings(settings, port, **overrides), threads=threads)
         )
 
 

@@ -6,7 +6,8 @@ test server:
   reject*@     RCPT answered 550 5.1.1 (check_recipient_access)
   greylist*@   RCPT goes through postgrey (`--delay` seconds): 450 4.2.0 until it has waited
   anything else accepted and delivered by a pipe into `<dir>/delivered/<queue id>-*.eml`
-`port` offers SMTPUTF8; `ascii_port` (same instance) does not, like many relays.
+`port` offers SMTPUTF8; `ascii_port` (same instance) does not, like many relays;
+`limited_port` allows `connection_limit` concurrent connections per client (421 beyond).
 A Subject holding `reject-at-data` is refused by cleanup's header_checks (550 5.7.1 to DATA)
 after cleanup has logged its Message-ID; the log is `<dir>/maillog` (postlogd).
 
@@ -67,7 +68,7 @@ greylisting = check_policy_service inet:127.0.0.1:{grey_port}
 smtpd_recipient_restrictions = check_recipient_access regexp:{d}/etc/recipients.regexp,
     permit_mynetworks, reject
 header_checks = regexp:{d}/etc/header_checks.regexp
-smtpd_client_connection_count_limit = {connection_limit}
+smtpd_client_connection_count_limit = 50
 smtpd_client_connection_rate_limit = 0
 smtpd_client_message_rate_limit = 0
 smtpd_client_recipient_rate_limit = 0
@@ -84,6 +85,9 @@ MASTER_CF = """\
 {port} inet n - n - - smtpd
 {ascii_port} inet n - n - - smtpd
   -o smtpd_discard_ehlo_keywords=smtputf8
+{limited_port} inet n - n - - smtpd
+  -o smtpd_client_connection_count_limit={connection_limit}
+  -o smtpd_client_event_limit_exceptions=
 pickup    unix  n - n 60 1 pickup
 cleanup   unix  n - n - 0 cleanup
 qmgr      unix  n - n 300 1 qmgr
@@ -126,11 +130,12 @@ class Postfix:
         port: int | None = None,
         greylist_delay_s: int = 3,
         smtputf8: bool = True,
-        connection_limit: int = 50,
+        connection_limit: int = 2,
     ) -> None:
         self.dir = Path(directory)
         self.port = port or free_port()
         self.ascii_port = free_port()
+        self.limited_port = free_port()
         self.grey_port = free_port()
         self.greylist_delay_s = greylist_delay_s
         self.smtputf8 = smtputf8
@@ -166,6 +171,7 @@ class Postfix:
             "d": d,
             "port": self.port,
             "ascii_port": self.ascii_port,
+            "limited_port": self.limited_port,
             "grey_port": self.grey_port,
             "smtputf8": "yes" if self.smtputf8 else "no",
             "connection_limit": self.connection_limit,
@@ -187,6 +193,7 @@ class Postfix:
         _wait_listening(self.grey_port, self.postgrey)
         _wait_listening(self.port)
         _wait_listening(self.ascii_port)
+        _wait_listening(self.limited_port)
         return self
 
     def stop(self) -> None:
@@ -199,6 +206,10 @@ class Postfix:
                     self.postgrey.wait(10)
                 except subprocess.TimeoutExpired:
                     self.postgrey.kill()
+
+    def connections(self) -> int:
+        """SMTP connections accepted so far (all listeners)."""
+        return len(re.findall(r"/smtpd\[\d+\]: connect from ", self.log()))
 
     def log(self) -> str:
         return self.maillog.read_text(errors="replace") if self.maillog.exists() else ""

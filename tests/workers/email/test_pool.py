@@ -1,0 +1,83 @@
+"""SMTP connection reuse (issue 16): a per-process pool with a per-host limit, reused across
+jobs and safe with partial failures. Against a real Postfix (and the aiosmtpd test server for
+a server that goes away)."""
+
+from __future__ import annotations
+
+from shared.jobs import catalog
+from tests.support.wait import wait_for
+from tests.workers.email.conftest import SmtpServer, free_port
+from tests.workers.email.helpers import row, schedule, unique, wait_row, wait_run
+
+
+def _send_all(db, addresses, **fields):  # type: ignore[no-untyped-def]
+    emails = [schedule(db, a, **fields) for a in addresses]
+    for email in emails:
+        catalog.EMAIL_SEND.send(email.payload())
+    return emails
+
+
+def test_connections_are_reused_across_jobs(make_email_worker, postfix, db) -> None:
+    make_email_worker(postfix.port, threads=4, smtp_pool_size=2)
+    before = postfix.connections()
+
+    emails = _send_all(db, [unique("reuse") for _ in range(20)])
+
+    for email in emails:
+        wait_row(db, email.id, "SENT", timeout=30)
+    assert postfix.connections() - before <= 2
+
+
+def test_a_relay_limiting_concurrent_connections_refuses_none(
+    make_email_worker, postfix, db
+) -> None:
+    # Given a listener that answers 421 to a client's third concurrent connection
+    make_email_worker(postfix.limited_port, threads=8, smtp_pool_size=postfix.connection_limit)
+    refused_before = postfix.log().count("too many connections")
+
+    emails = _send_all(db, [unique("busy") for _ in range(30)])
+
+    sent = [wait_row(db, email.id, "SENT", timeout=60) for email in emails]
+    assert [s["deferrals"] for s in sent] == [0] * len(sent)
+    assert postfix.log().count("too many connections") == refused_before
+
+
+def test_refusals_leave_the_connection_usable_for_the_next_email(
+    make_email_worker, postfix, db
+) -> None:
+    make_email_worker(postfix.port, threads=1, smtp_pool_size=1)
+    warm = _send_all(db, [unique("warm")])[0]
+    wait_row(db, warm.id, "SENT")
+    before = postfix.connections()
+
+    # A 550 to RCPT, a 550 to DATA (header_checks), then a good one, on one connection
+    [bounced] = _send_all(db, [unique("reject")])
+    assert wait_run(bounced, "DEAD").error_code == "SMTP_550"
+    [refused] = _send_all(db, [unique("content")], template="welcome",
+                          variables={"NAME": "reject-at-data"})  # fmt: skip
+    assert wait_run(refused, "DEAD").error_code == "SMTP_550"
+    assert row(db, refused.id)["error"].startswith("550 5.7.1")
+    [good] = _send_all(db, [unique("after")])
+    sent = wait_row(db, good.id, "SENT")
+
+    assert len(wait_for(lambda: postfix.delivered(sent["message_id"]))) == 1
+    assert postfix.connections() == before  # all three on the pooled connection
+
+
+def test_a_pooled_connection_the_server_closed_is_replaced_without_a_deferral(
+    make_email_worker, db, tmp_path
+) -> None:
+    port = free_port()
+    server = SmtpServer(tmp_path / "one", port=port).start()
+    make_email_worker(port, threads=1, smtp_pool_size=1)
+    first = _send_all(db, [unique("before")])[0]
+    wait_row(db, first.id, "SENT")
+    server.stop()  # the pooled connection dies with it
+    server = SmtpServer(tmp_path / "two", port=port).start()
+    try:
+        second = _send_all(db, [unique("after")])[0]
+        sent = wait_row(db, second.id, "SENT")
+        assert sent["deferrals"] == 0 and sent["attempts"] == 1
+        assert len(server.messages(sent["message_id"])) == 1
+    finally:
+        server.stop()

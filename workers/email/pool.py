@@ -1,0 +1,178 @@
+"""The SMTP connections of a worker process: opened once, reused across jobs (issue 16).
+
+One connection per email cost a TCP and SMTP handshake each time (~75 emails/s to Postfix)
+and, with a relay that limits concurrent connections per client, got most of them refused.
+The pool keeps at most `per_host` connections open to each server and lends them to the
+worker threads one transaction at a time; a thread beyond the limit waits for one.
+
+All SMTP I/O runs on one event loop in a thread of its own; a worker thread runs each phase of
+its transaction there and waits for it, and calls `before_data` (a database write) itself, so
+the loop never blocks. A connection goes back to the pool only in a known state:
+- after 250 to DATA, or any reply to DATA (the transaction is over either way);
+- after a refusal of MAIL or of the primary RCPT, or a `before_data` that raised, once RSET
+  is answered;
+- never after a network error, a timeout or a 421 (closed instead).
+A pooled connection the server closed meanwhile (its idle timeout) is found at the first
+command, before anything is sent, and replaced by a new one transparently. Connections idle
+for longer than `idle_s` are closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import aiosmtplib
+
+from . import smtp
+from .message import Envelope
+from .smtp import Accepted, SmtpConfig, SmtpDeferred, SmtpFailure
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Host:
+    slots: asyncio.Semaphore
+    #: (connection, monotonic time it became idle), most recent last.
+    idle: list[tuple[aiosmtplib.SMTP, float]] = field(default_factory=list)
+    opened: int = 0
+
+
+@dataclass
+class _Lease:
+    client: aiosmtplib.SMTP
+    reused: bool
+
+
+class SmtpPool:
+    def __init__(self, *, per_host: int = 8, idle_s: float = 30.0) -> None:
+        self.per_host = per_host
+        self.idle_s = idle_s
+        self._hosts: dict[SmtpConfig, _Host] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="smtp-pool", daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> SmtpPool:
+        return cls(per_host=settings.smtp_pool_size, idle_s=settings.smtp_pool_idle_s)
+
+    # -- from the worker threads -----------------------------------------------------------
+
+    def send(
+        self,
+        config: SmtpConfig,
+        content: bytes,
+        envelope: Envelope,
+        *,
+        before_data: Callable[[], None],
+    ) -> Accepted:
+        """One transaction on a pooled connection (same contract as a fresh connection)."""
+        lease = self._run(self._checkout(config))
+        keep = False
+        try:
+            refused = self._run(self._begin(config, lease, envelope))
+            try:
+                before_data()
+            except BaseException:
+                keep = self._run(smtp.reset(lease.client))
+                raise
+            reply = self._run(smtp.send_data(lease.client, content))
+            keep = True
+            return Accepted(reply=reply, refused=refused)
+        except SmtpFailure as exc:
+            keep = exc.reusable
+            if keep and exc.stage in ("mail", "rcpt"):
+                keep = self._run(smtp.reset(lease.client))
+            raise
+        finally:
+            self._run(self._checkin(config, lease.client, keep))
+
+    def stats(self) -> dict[str, int]:
+        """Connections opened so far and idle now, summed over the servers."""
+        return self._run(self._stats())
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._run(self._close_all())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    # -- on the pool's loop ----------------------------------------------------------------
+
+    def _host(self, config: SmtpConfig) -> _Host:
+        host = self._hosts.get(config)
+        if host is None:
+            host = self._hosts[config] = _Host(slots=asyncio.Semaphore(self.per_host))
+        return host
+
+    async def _checkout(self, config: SmtpConfig) -> _Lease:
+        host = self._host(config)
+        wait_s = 4 * config.timeout_s  # every holder is bounded by the SMTP timeouts
+        try:
+            await asyncio.wait_for(host.slots.acquire(), wait_s)
+        except TimeoutError:
+            raise SmtpDeferred(
+                f"no free connection to {config.host}:{config.port} within {wait_s:g} s "
+                f"({self.per_host} in use)",
+                stage="connect",
+            ) from None
+        now = time.monotonic()
+        while host.idle:
+            client, since = host.idle.pop()
+            if now - since < self.idle_s and client.is_connected:
+                return _Lease(client, reused=True)
+            await smtp.close(client, polite=False)
+        try:
+            client = await smtp.connect(config)
+        except BaseException:
+            host.slots.release()
+            raise
+        host.opened += 1
+        return _Lease(client, reused=False)
+
+    async def _begin(self, config: SmtpConfig, lease: _Lease, envelope: Envelope) -> dict[str, str]:
+        try:
+            return await smtp.begin(lease.client, config, envelope, reused=lease.reused)
+        except smtp.StaleConnection:
+            await smtp.close(lease.client, polite=False)
+            lease.client = await smtp.connect(config)
+            lease.reused = False
+            self._host(config).opened += 1
+            return await smtp.begin(lease.client, config, envelope, reused=False)
+
+    async def _checkin(self, config: SmtpConfig, client: aiosmtplib.SMTP, keep: bool) -> None:
+        host = self._host(config)
+        try:
+            if keep and client.is_connected and not self._closed:
+                host.idle.append((client, time.monotonic()))
+            else:
+                await smtp.close(client, polite=keep)
+        finally:
+            host.slots.release()
+
+    async def _stats(self) -> dict[str, int]:
+        return {
+            "opened": sum(h.opened for h in self._hosts.values()),
+            "idle": sum(len(h.idle) for h in self._hosts.values()),
+        }
+
+    async def _close_all(self) -> None:
+        for host in self._hosts.values():
+            while host.idle:
+                client, _ = host.idle.pop()
+                await smtp.close(client, polite=True)
