@@ -2,9 +2,11 @@
 
 Stock Dramatiq runs queue maintenance (requeueing the unacked messages of dead workers) on a
 random 0.1 % of commands and declares a worker dead after 60 s of silence: measured here, a
-SIGKILLed worker's message came back after 1,021 s. Here maintenance runs only when asked, and
-`middleware.heartbeat` asks every `heartbeat_interval_ms` for every queue, while also beating
-the worker's heartbeat even when all its threads are busy with long jobs.
+SIGKILLed worker's message came back after 1,021 s. Here maintenance runs only when asked:
+`middleware.heartbeat` beats every `heartbeat_interval_ms` (even when all the threads are busy
+with long jobs) and `beat` runs the maintenance when a worker is dead. Idle, a process costs a
+few Redis commands per second (bench/idle_cost.py): its consumers block on a wake list that
+every enqueue pushes to (`shared/consumer.py`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,18 @@ import dramatiq
 import redis
 import structlog
 from dramatiq.brokers.redis import RedisBroker
+from dramatiq.common import current_millis
 
 from .config import Settings
-from .consumer import Acker, FleetRedisConsumer
+from .consumer import Acker, FleetRedisConsumer, wake_key
 from .db.watch import RunStoreWatch
 
 log = structlog.get_logger("jobfleet.broker")
+
+#: The full queue maintenance of `beat` runs at least this often (dead-letter expiry).
+MAINTAIN_EVERY_S = 60.0
+#: Dead workers one beat looks at (enough to tell a new one from those already handled).
+DEAD_LOOKED_AT = 16
 
 
 class FleetRedisBroker(RedisBroker):
@@ -38,6 +46,9 @@ class FleetRedisBroker(RedisBroker):
         self._last_beat: float | None = None
         #: No requeueing of other workers' messages before this `time.monotonic()`.
         self._hold_until = 0.0
+        #: `beat`: the dead workers seen at the last full maintenance, and when it ran.
+        self._dead_seen: frozenset[bytes] = frozenset()
+        self._maintained_at = -MAINTAIN_EVERY_S
 
     @property
     def consumer_class(self) -> type[FleetRedisConsumer]:
@@ -56,6 +67,68 @@ class FleetRedisBroker(RedisBroker):
         beats, for one heartbeat timeout, which gives every live worker time to beat again;
         a worker still silent after that is dead.
         """
+        sent = self._beat_starts()
+        size = int(self.do_qsize(queue_name))
+        self._beat_done(sent)
+        return size
+
+    def beat(self, queues: Sequence[str]) -> None:
+        """One heartbeat period of this process (`middleware.heartbeat`): a ZADD and a look for
+        a dead worker, in one round trip. The full maintenance (`maintain`, six commands or
+        more per queue) runs only when a worker is dead (at once for a newly dead one, then at
+        most once per heartbeat timeout while it stays listed), and every `MAINTAIN_EVERY_S`
+        for the dead-letter sets' expiry. Before: `maintain` for every queue every period
+        (~20 commands per second per process, idle); now 2."""
+        sent = self._beat_starts()
+        now_ms = current_millis()
+        key = f"{self.namespace}:__heartbeats__"
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(key, {self.broker_id: now_ms})
+        pipe.zrangebyscore(key, 0, now_ms - self.heartbeat_timeout, start=0, num=DEAD_LOOKED_AT)
+        _, dead = pipe.execute()
+        self._beat_done(sent)
+        dead_ids = frozenset(dead)
+        since = sent - self._maintained_at
+        due = since >= MAINTAIN_EVERY_S or (
+            dead_ids and (dead_ids != self._dead_seen or since >= self.heartbeat_timeout / 1000)
+        )
+        if not due or sent < self._hold_until:
+            return
+        self._dead_seen, self._maintained_at = dead_ids, sent
+        for queue in queues:
+            if self.maintain(queue) and dead_ids:
+                # Requeued messages came with no wake-up token: wake an idle consumer.
+                self.wake(queue)
+
+    def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
+        """Dramatiq's enqueue (retries, replays, a delayed message coming due), plus a token on
+        the queue's wake list so that an idle consumer, blocked on it, starts it at once."""
+        enqueued = super().enqueue(message, delay=delay)
+        self.wake(enqueued.queue_name)
+        return enqueued
+
+    def wake(self, queue_name: str) -> None:
+        """Push a wake-up token for `queue_name` (the list is capped, as `send`'s is)."""
+        key = wake_key(self.namespace, queue_name)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.lpush(key, "1")
+        pipe.ltrim(key, 0, 7)
+        pipe.execute()
+
+    def process_wake_key(self) -> str:
+        """A wake list of this process only: its idle consumers also wait on it, so that a
+        shutdown wakes them at once instead of after their long wait."""
+        return f"{self.namespace}:__wake__.{self.broker_id}"
+
+    def wake_process(self, count: int) -> None:
+        """Wake `count` idle consumers of this process (at shutdown)."""
+        key = self.process_wake_key()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.rpush(key, *(["1"] * max(count, 1)))
+        pipe.expire(key, 60)
+        pipe.execute()
+
+    def _beat_starts(self) -> float:
         sent = time.monotonic()
         with self._beat_lock:
             if (
@@ -65,10 +138,11 @@ class FleetRedisBroker(RedisBroker):
                 if sent >= self._hold_until:
                     log.warning("heartbeat.resumed", silent_s=round(sent - self._last_beat, 1))
                 self._hold_until = max(self._hold_until, sent + self.heartbeat_timeout / 1000)
-        size = int(self.do_qsize(queue_name))
+        return sent
+
+    def _beat_done(self, sent: float) -> None:
         with self._beat_lock:
             self._last_beat = max(self._last_beat or 0.0, sent)
-        return size
 
 
 def redis_client(url: str) -> redis.Redis:

@@ -11,8 +11,10 @@ number of messages in flight, so one fsync serves many more jobs.
 
 Wake-up. Stock Dramatiq sleeps between empty fetches with a back-off up to its idle timeout,
 which puts a message sent to an idle queue 5–40 ms behind. `send` (`jobs/lua/enqueue_once.lua`)
-also pushes a token on `<queue>.wake`; an idle consumer waits on that list with BLPOP for its
-back-off instead of sleeping, so the next send wakes it at once.
+also pushes a token on `<queue>.wake` (and so does the broker's own enqueue: retries, replays,
+delayed messages coming due); an idle consumer waits on that list with BLPOP instead of
+sleeping, up to `IDLE_WAIT_S` once idle, so the next send wakes it at once and an idle process
+costs a few Redis commands per second.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ ACK_BACKLOG_MAX = 1_024
 BACKLOG_WAIT_S = 0.1
 #: Least time between two "fetching paused" log lines of one process.
 BACKLOG_LOG_EVERY_S = 30.0
+#: Longest wait of an idle consumer on its wake list (a fetch follows each wait).
+IDLE_WAIT_S = 2.0
+#: Empty fetches in a row after which a consumer is idle (its back-off is near its cap).
+IDLE_AFTER_MISSES = 5
 
 
 def wake_key(namespace: str, queue_name: str) -> str:
@@ -385,12 +391,30 @@ class FleetRedisConsumer(_RedisConsumer):
         self.broker.do_ack(self.queue_name, redis_id)
 
     def _idle_wait(self, backoff_ms: int) -> None:
-        """Sleep for the back-off, unless a send to this queue wakes us first."""
-        if self.queue_name.endswith(".DQ") or self.outstanding_message_count >= self.prefetch:
-            time.sleep(backoff_ms / 1000)  # delayed messages, or no room: nothing to wake for
+        """Wait for the back-off, unless an enqueue to this queue wakes us first; after
+        `IDLE_AFTER_MISSES` empty fetches in a row (the queue is idle), wait up to `IDLE_WAIT_S`.
+
+        Every enqueue pushes a token on the queue's wake list (`send`, and the broker's own
+        enqueue: retries, replays, delayed messages coming due, requeued messages of a dead
+        worker), so a long wait costs no wake-up latency; it only bounds how late a message
+        put there by other means (another producer's plain LPUSH) is seen. Before, an idle
+        consumer polled every 50 ms: ~85 Redis commands per second each (bench/idle_cost.py)."""
+        if self.outstanding_message_count >= self.prefetch:
+            time.sleep(backoff_ms / 1000)  # no room: nothing to wake for
+            return
+        delayed = self.queue_name.endswith(".DQ")
+        if delayed and self.outstanding_message_count:
+            # Holding delayed messages: Dramatiq moves them when they come due, between two
+            # calls of this consumer, so keep returning at the back-off's pace.
+            time.sleep(backoff_ms / 1000)
             return
         if backoff_ms < 2:
             return
-        key = wake_key(self.broker.namespace, self.queue_name)
-        if self.broker.client.blpop([key], timeout=backoff_ms / 1000):
+        idle = self.misses >= IDLE_AFTER_MISSES
+        keys = [wake_key(self.broker.namespace, self.queue_name)]
+        process_key = getattr(self.broker, "process_wake_key", None)
+        if process_key is not None:
+            keys.append(process_key())
+        timeout = IDLE_WAIT_S if idle else backoff_ms / 1000
+        if self.broker.client.blpop(keys, timeout=timeout):
             self.misses = 0

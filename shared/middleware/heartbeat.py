@@ -34,6 +34,25 @@ class Heartbeat(Middleware):
         )
         self._thread.start()
 
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: Any) -> None:
+        """Idle consumers block for up to `consumer.IDLE_WAIT_S`: once Dramatiq has told them to
+        stop (after the worker threads finished), wake them so that they stop at once."""
+        consumers = list(getattr(worker, "consumers", {}).values())
+        wake = getattr(broker, "wake_process", None)
+        if not consumers or wake is None:
+            return
+
+        def waker() -> None:
+            while any(getattr(c, "running", False) for c in consumers):
+                if self._stop.wait(0.01):
+                    break
+            try:
+                wake(len(consumers))
+            except Exception as exc:  # they stop after their wait all the same
+                log.warning("heartbeat.wake_failed", error=str(exc))
+
+        threading.Thread(target=waker, name="jobfleet-stop-waker", daemon=True).start()
+
     def after_worker_shutdown(self, broker: dramatiq.Broker, worker: Any) -> None:
         self._stop.set()
 
@@ -41,10 +60,12 @@ class Heartbeat(Middleware):
         failing = False
         while not self._stop.wait(self.interval_s):
             try:
-                for queue in sorted(
-                    broker.get_declared_queues() | broker.get_declared_delay_queues()
-                ):
-                    broker.maintain(queue)
+                queues = sorted(broker.get_declared_queues() | broker.get_declared_delay_queues())
+                if hasattr(broker, "beat"):
+                    broker.beat(queues)  # one round trip; maintenance when a worker is dead
+                else:
+                    for queue in queues:
+                        broker.maintain(queue)
                 report_dead_consumers(broker)
                 if failing:
                     log.info("heartbeat.recovered")
