@@ -6,7 +6,14 @@ from datetime import date
 from typing import Any, ClassVar, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from .base import Contract, Payload
 
@@ -35,6 +42,15 @@ class ExportParams(BaseModel):
         description="CSV (also inside ZIP) starts with a UTF-8 byte order mark, so that Excel "
         "on Windows reads it as UTF-8",
     )
+
+    @model_serializer(mode="wrap")
+    def _without_default_bom(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # `bom` came after v1 shipped: leaving it out while false keeps the wire form, and so
+        # the job id of every export requested without it, what it was (tests/vectors).
+        data: dict[str, Any] = handler(self)
+        if not self.bom:
+            data.pop("bom", None)
+        return data
 
     @model_validator(mode="after")
     def _bom_for_csv(self) -> ExportParams:

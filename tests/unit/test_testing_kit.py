@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from shared import outbox
+from shared.contracts.base import Contract, Payload
 from shared.errors import PayloadError
 from shared.jobs import catalog
 from shared.jobs.context import JobContext, request_context
+from shared.jobs.spec import JobSpec
 from shared.testing import JobCapture, NotAvailableInCapture
 from tests.support.jobs import ECHO, SLEEP
 
@@ -95,9 +97,18 @@ def test_drain_runs_handlers_inline_including_the_jobs_they_send(jobfleet: JobCa
     assert jobfleet.drain({ECHO: handle_echo}) == []  # nothing pending any more
 
 
+class UnboundV1(Payload):
+    v: Literal[1] = 1
+    entity_id: uuid.UUID
+
+
+#: A job no code of this process binds a handler to.
+UNBOUND = JobSpec(Contract[UnboundV1]("test:unbound", (UnboundV1,)), queue="testq")
+
+
 def test_drain_without_a_handler_says_how_to_give_one(jobfleet: JobCapture) -> None:
-    SLEEP.send({"org_id": str(uuid.uuid4()), "entity_id": str(uuid.uuid4()), "seconds": 0})
-    with pytest.raises(LookupError, match="no handler for test:sleep"):
+    UNBOUND.send({"org_id": str(uuid.uuid4()), "entity_id": str(uuid.uuid4())})
+    with pytest.raises(LookupError, match="no handler for test:unbound"):
         jobfleet.drain()
 
 
