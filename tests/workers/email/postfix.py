@@ -6,6 +6,7 @@ test server:
   reject*@     RCPT answered 550 5.1.1 (check_recipient_access)
   greylist*@   RCPT goes through postgrey (`--delay` seconds): 450 4.2.0 until it has waited
   anything else accepted and delivered by a pipe into `<dir>/delivered/<queue id>-*.eml`
+  (or discarded after its queueing, `deliver=False`: what the benchmark measures)
 `port` offers SMTPUTF8; `ascii_port` (same instance) does not, like many relays;
 `limited_port` allows `connection_limit` concurrent connections per client (421 beyond).
 A Subject holding `reject-at-data` is refused by cleanup's header_checks (550 5.7.1 to DATA)
@@ -60,9 +61,9 @@ maillog_file = {d}/maillog
 maillog_file_prefixes = {d}
 smtputf8_enable = {smtputf8}
 relay_domains = static:ALL
-default_transport = filed
-relay_transport = filed
-local_transport = filed
+default_transport = {transport}
+relay_transport = {transport}
+local_transport = {transport}
 smtpd_restriction_classes = greylisting
 greylisting = check_policy_service inet:127.0.0.1:{grey_port}
 smtpd_recipient_restrictions = check_recipient_access regexp:{d}/etc/recipients.regexp,
@@ -131,6 +132,7 @@ class Postfix:
         greylist_delay_s: int = 3,
         smtputf8: bool = True,
         connection_limit: int = 2,
+        deliver: bool = True,
     ) -> None:
         self.dir = Path(directory)
         self.port = port or free_port()
@@ -140,6 +142,7 @@ class Postfix:
         self.greylist_delay_s = greylist_delay_s
         self.smtputf8 = smtputf8
         self.connection_limit = connection_limit
+        self.deliver = deliver
         self.postgrey: subprocess.Popen[bytes] | None = None
 
     @property
@@ -175,6 +178,7 @@ class Postfix:
             "grey_port": self.grey_port,
             "smtputf8": "yes" if self.smtputf8 else "no",
             "connection_limit": self.connection_limit,
+            "transport": "filed" if self.deliver else "discard",
         }
         (d / "etc" / "main.cf").write_text(MAIN_CF.format(**values))
         (d / "etc" / "master.cf").write_text(MASTER_CF.format(**values))
