@@ -16,6 +16,12 @@ Each repetition, per case:
 
 A `chain:mint_badge` case (the operator signs every mint) is measured the same way.
 Prints one JSON document; medians over the repetitions.
+
+    .venv/bin/python bench/chain_actions.py --blocks --actions 200 --threads 32 [--kill]
+
+measures instead how many blocks 200 operator mints take on an anvil making a block per second
+(target: <= 20, with 0 duplicates, 0 nonce errors, 0 reverts; `--kill` SIGKILLs the worker
+mid-batch and starts another: still each mint exactly once).
 """
 
 from __future__ import annotations
@@ -116,12 +122,133 @@ def drain(sandbox: Sandbox, env: dict[str, str], job_ids: list[str], threads: in
         proc.wait(timeout=30)
 
 
+def worker(env: dict[str, str], threads: int) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "dramatiq", "workers.chain_actions", "--processes", "1"]
+    return subprocess.Popen(
+        [*argv, "--threads", str(threads)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def mints_in_blocks(args: argparse.Namespace) -> dict[str, Any]:
+    """`--blocks`: N mints by the operator on an anvil that makes a block per second, as a chain
+    does; how many blocks they took, duplicates, nonce errors, reverts; with `--kill`, the
+    worker is SIGKILLed once half of them are done and another one takes over."""
+    sandbox = Sandbox(get_settings())
+    node = devnet.start_anvil(chain_id=31_337, extra=("--block-time", "1"))
+    kek, n = new_kek(), args.actions
+    try:
+        sandbox.create()
+        runtime = Runtime(sandbox.settings)
+        set_runtime(runtime)
+        client = ChainClient.connect(node.url)
+        owner, player = devnet.dev_accounts(2)
+        contracts = deploy_reference(client, owner, operator=owner.address)
+        lottery = contracts[LOTTERY].address
+        from pydantic import SecretStr
+
+        ring = Keyring.from_settings({"bench": SecretStr(kek)}, "bench")
+        with psycopg.connect(sandbox.dsn) as conn:
+            for deployment in contracts.values():
+                record_deployment(conn, node.chain_id, deployment)
+            store_wallet(conn, ring, bytes(owner.key), kind=OPERATOR)
+            conn.cursor().executemany(
+                "INSERT INTO lottery_tickets (chain_id, contract, tx_hash, log_index,"
+                " block_number, round_id, player, ticket_count, amount_wei)"
+                " VALUES (%s, %s, %s, 0, 0, %s, %s, 1, %s)",
+                [(node.chain_id, lottery, f"0x{i:064x}", i, player.address, TICKET)
+                 for i in range(1, n + 1)],
+            )  # fmt: skip
+        env = sandbox.env(
+            CHAIN_RPC_URL=node.url,
+            CHAIN_ID=str(node.chain_id),
+            CHAIN_KEKS=json.dumps({"bench": kek}),
+            CHAIN_KEK_ID="bench",
+            LOG_LEVEL="WARNING",
+            INDEXER_CONFIRMATIONS="0",
+        )
+        scope = {"chain_id": node.chain_id, "contract": lottery}
+        start_nonce = client.nonce(owner.address, "latest")
+        jobs = [
+            catalog.CHAIN_MINT_BADGE.send(
+                {"org_id": SYSTEM_ORG, **scope, "round_id": i, "player": player.address}
+            ).job_id
+            for i in range(1, n + 1)
+        ]
+        runtime.sender.flush()
+        procs = [worker(env, args.threads)]
+        killed = False
+        deadline = time.monotonic() + 600
+        with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
+            while True:
+                done, dead = conn.execute(
+                    "SELECT count(*) FILTER (WHERE status IN ('COMPLETED', 'DEAD')),"
+                    " count(*) FILTER (WHERE status = 'DEAD') FROM job_runs WHERE job_id = ANY(%s)",
+                    (jobs,),
+                ).fetchone() or (0, 0)
+                if args.kill and not killed and done >= n // 2:
+                    os.killpg(procs[0].pid, signal.SIGKILL)  # mid-batch, transactions in flight
+                    procs[0].wait()
+                    procs.append(worker(env, args.threads))
+                    killed = True
+                if done == n or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            rows = conn.execute(
+                "SELECT status, count(*), min(block_number), max(block_number),"
+                " count(DISTINCT nonce) FROM chain_actions WHERE job_id = ANY(%s) GROUP BY status",
+                (jobs,),
+            ).fetchall()
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+        confirmed = next((r for r in rows if r[0] == "CONFIRMED"), None)
+        badges = int.from_bytes(
+            client.call(
+                {
+                    "to": contracts["BlockLuckyPOAP"].address,
+                    "data": encode_call("BlockLuckyPOAP", "balanceOf", player.address),
+                }
+            )[:32],
+            "big",
+        )
+        sent = client.nonce(owner.address, "latest") - start_nonce
+        runtime.close()
+        return {
+            "mints": n,
+            "threads": args.threads,
+            "killed_mid_batch": killed,
+            "completed": done - dead,
+            "dead": dead,
+            "blocks": (confirmed[3] - confirmed[2] + 1) if confirmed else None,
+            "journal": {r[0]: r[1] for r in rows},
+            "badges_minted": badges,
+            "transactions_sent": sent,
+            "duplicates": sent - badges,
+            "reverts": sum(r[1] for r in rows if r[0] != "CONFIRMED"),
+        }
+    finally:
+        set_runtime(None)
+        node.stop()
+        sandbox.destroy()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--actions", type=int, default=120)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--blocks", action="store_true", help="mints per block (1 s blocks)")
+    parser.add_argument("--kill", action="store_true", help="with --blocks: SIGKILL mid-batch")
     args = parser.parse_args()
+    if args.blocks:
+        print(json.dumps(mints_in_blocks(args), indent=2))
+        return
 
     sandbox = Sandbox(get_settings())
     node = devnet.start_anvil(chain_id=31_337)

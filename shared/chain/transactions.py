@@ -1,7 +1,9 @@
 """Sending one contract transaction safely: lock, journal, broadcast, wait, replace, reconcile.
 
 For a request keyed by a job id, `TxSender.execute`:
-1. takes the signer's lock (one transaction at a time per signer across processes);
+1. takes the signer's lock, which orders its nonces across processes; it is held from the
+   journal read to the broadcast only, so several transactions of one signer are in flight at
+   once (pipelined: many per block), each awaited by its own job;
 2. reconciles what an earlier delivery journaled: a receipt for any of its hashes ends the job
    without sending; a transaction still unmined (pending, or dropped by the node) is rebroadcast
    unchanged and awaited; a nonce consumed by something else clears the journal;
@@ -38,7 +40,7 @@ from .client import ChainClient
 from .errors import CallReverted, ChainError, RpcError, TxNotMined
 from .fees import GWEI, Fees, bumped, initial_fees
 from .journal import Broadcast, InFlight
-from .lock import HeldLock, SignerLocks
+from .lock import SignerLocks
 
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
@@ -139,50 +141,55 @@ class TxSender:
     def execute(
         self, account: LocalAccount, req: TxRequest, *, preflight: bool = True
     ) -> TxOutcome:
-        with self.locks.hold(account.address) as lock:
+        with self.locks.hold(account.address):
             final = self.journal.settled(req.key)
             if final is not None:
                 status, tx_hash = final
                 log.info("tx.already_settled", key=req.key, status=status, tx_hash=tx_hash)
                 return TxOutcome(confirmed=False, tx_hash=tx_hash, reconciled=True, recorded=status)
             prior = self.journal.in_flight(req.key)
-            if prior is not None:
-                settled = self._reconcile(account, req, prior, lock)
-                if settled is not None:
-                    return settled
-            call = {"from": account.address, "to": req.to, "data": req.data, "value": req.value}
-            try:
-                gas = self.client.estimate_gas(call)
-            except CallReverted as exc:
-                if preflight:
-                    return TxOutcome(confirmed=False, revert=decode_revert(exc.data))
-                gas = FALLBACK_GAS
-            gas = gas * (100 + self.policy.gas_margin_percent) // 100
-            if req.before_send is not None:
-                req.before_send()
-            nonce = self.client.nonce(account.address, "pending")
-            fees = initial_fees(
-                self.client.base_fee(),
-                priority_fee=self.policy.priority_fee,
-                cap=self.policy.max_fee,
-            )
-            first = self._sign(account, req, nonce, gas, fees)
-            self.journal.record_broadcast(req.key, account.address, first)
-            self._broadcast(req, first)
-            log.info(
-                "tx.broadcast",
-                key=req.key,
-                signer=account.address,
-                nonce=nonce,
-                tx_hash=first.tx_hash,
-            )
-            return self._await(account, req, [first], lock, reconciled=False)
+            sent = self._reconcile(account, req, prior) if prior is not None else None
+            reconciled = sent is not None
+            if sent is None:
+                call = {"from": account.address, "to": req.to, "data": req.data, "value": req.value}
+                try:
+                    gas = self.client.estimate_gas(call)
+                except CallReverted as exc:
+                    if preflight:
+                        return TxOutcome(confirmed=False, revert=decode_revert(exc.data))
+                    gas = FALLBACK_GAS
+                gas = gas * (100 + self.policy.gas_margin_percent) // 100
+                if req.before_send is not None:
+                    req.before_send()
+                sent = [self._send_new(account, req, gas)]
+        # The lock only orders nonces: with this transaction journaled and broadcast, the
+        # signer's next one can go while this one is mined (several in flight per signer).
+        return self._await(account, req, sent, reconciled=reconciled)
+
+    def _send_new(self, account: LocalAccount, req: TxRequest, gas: int) -> Broadcast:
+        """Under the signer lock: the node's pending nonce (it counts the signer's transactions
+        in flight, so a nonce rejected or never broadcast is handed out again: no gap), signed,
+        journaled durably, broadcast."""
+        nonce = self.client.nonce(account.address, "pending")
+        fees = initial_fees(
+            self.client.base_fee(),
+            priority_fee=self.policy.priority_fee,
+            cap=self.policy.max_fee,
+        )
+        first = self._sign(account, req, nonce, gas, fees)
+        self.journal.record_broadcast(req.key, account.address, first)
+        self._broadcast(req, first)
+        log.info(
+            "tx.broadcast", key=req.key, signer=account.address, nonce=nonce, tx_hash=first.tx_hash
+        )
+        return first
 
     # -- steps --
 
     def _reconcile(
-        self, account: LocalAccount, req: TxRequest, prior: InFlight, lock: HeldLock
-    ) -> TxOutcome | None:
+        self, account: LocalAccount, req: TxRequest, prior: InFlight
+    ) -> list[Broadcast] | None:
+        """What an earlier delivery journaled, to await again; None: nothing of ours in flight."""
         if prior.signer.lower() != account.address.lower():
             self.journal.forget_in_flight(req.key)
             return None
@@ -198,10 +205,10 @@ class TxSender:
         mined = self._first_receipt(prior.broadcasts)
         if mined is not None:  # awaited to its confirmations like a fresh one
             log.info("tx.reconciled", key=req.key, tx_hash=mined[0].tx_hash, outcome="mined")
-            return self._await(account, req, sent, lock, reconciled=True)
+            return sent
         if self.client.nonce(account.address, "latest") > prior.nonce:
             if self._first_receipt(prior.broadcasts) is not None:  # a block landed in between
-                return self._await(account, req, sent, lock, reconciled=True)
+                return sent
             log.warning("tx.nonce_consumed", key=req.key, nonce=prior.nonce)
             self.journal.forget_in_flight(req.key)
             return None
@@ -209,14 +216,13 @@ class TxSender:
             "tx.reconciled", key=req.key, tx_hash=latest.tx_hash, outcome="unmined, rebroadcast"
         )
         self._broadcast(req, latest)
-        return self._await(account, req, sent, lock, reconciled=True)
+        return sent
 
     def _await(
         self,
         account: LocalAccount,
         req: TxRequest,
         sent: list[Broadcast],
-        lock: HeldLock,
         *,
         reconciled: bool,
     ) -> TxOutcome:
@@ -258,7 +264,6 @@ class TxSender:
             if mined is None and now >= replace_at:
                 sent.append(self._replace(account, req, sent))
                 replace_at = now + self.policy.replace_after_s
-            lock.renew()
             self._sleep(pause)
             pause = min(pause * 2, self.policy.poll_max_s)
 
