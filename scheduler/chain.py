@@ -102,10 +102,34 @@ _built: dict[int, tuple[Runtime, ChainJobs]] = {}
 _said: set[tuple[int, str]] = set()
 
 
+def _redeployed(runtime: Runtime, jobs: ChainJobs) -> bool:
+    """Were other contracts recorded for this chain since the jobs were built (`fleet chain
+    deploy` while the scheduler runs)? One indexed query per pass."""
+    s = runtime.settings
+    if s.chain_lottery_address and s.chain_badge_address:
+        return False
+    with runtime.pool.connection() as conn:
+        recorded = {name: d.address for name, d in deployments(conn, jobs.indexer.chain_id).items()}
+    now = (
+        s.chain_lottery_address or recorded.get(LOTTERY, jobs.indexer.lottery),
+        s.chain_badge_address or recorded.get(BADGE, jobs.indexer.badge),
+    )
+    if (now[0].lower(), now[1].lower()) == (
+        jobs.indexer.lottery.lower(),
+        jobs.indexer.badge.lower(),
+    ):
+        return False
+    log.info("scheduler.chain_redeployed", lottery=now[0], badge=now[1])
+    return True
+
+
 def jobs_for(runtime: Runtime) -> ChainJobs | None:
-    """This runtime's chain collaborators; None (said once) while the chain is not configured."""
+    """This runtime's chain collaborators; None (said once) while the chain is not configured.
+    Built again when `fleet chain deploy` recorded other contracts for the chain."""
     key = id(runtime)
     with _lock:
+        if key in _built and _built[key][0] is runtime and _redeployed(runtime, _built[key][1]):
+            del _built[key]
         if key not in _built or _built[key][0] is not runtime:  # ids are reused after a close
             try:
                 _built[key] = (runtime, build(runtime))

@@ -72,10 +72,16 @@ def test_a_redeployed_lottery_runs_its_round_one_to_the_end(
     workers.start()
     first_round, first_actions = play_round(world, sched_runtime, jobs)
 
+    running = chain.jobs_for(sched_runtime)  # the scheduler's, built at its first pass
     contracts = redeploy(world.client, world, world.client.chain_id(), db)
     second = World(world.client, world.accounts, contracts)
     assert second.current_round() == first_round  # rounds start again: same round ids
-    second_round, second_actions = play_round(second, sched_runtime, chain.build(sched_runtime))
+    # The running scheduler picks the new deployment up at its next pass, without a restart.
+    again = chain.jobs_for(sched_runtime)
+    assert running is not None and running.indexer.lottery == world.contracts[LOTTERY]
+    assert again is not None and again.indexer.lottery == contracts[LOTTERY]
+    assert chain.jobs_for(sched_runtime) is again  # built once per deployment
+    second_round, second_actions = play_round(second, sched_runtime, again)
 
     assert second_round == first_round and not set(first_actions) & set(second_actions)
     lottery = contracts[LOTTERY].lower()
