@@ -14,6 +14,7 @@ from datetime import datetime
 
 import structlog
 
+from shared import maintenance
 from shared.config import Settings
 from shared.outbox import RelayStats, relay_once
 from shared.runtime import Runtime
@@ -48,4 +49,6 @@ SCHEDULE: tuple[Periodic, ...] = (
     Periodic("email-run-due", upkeep.run_due_emails, lambda s: s.email_due_interval_s),
     # Every step locks rows with SKIP LOCKED or goes through the job-id gate.
     Periodic("maintenance", upkeep.maintain, lambda s: s.maintenance_interval_s),
+    # Cheap (one Redis command, the runs in flight); re-enqueues go through the job-id gate.
+    Periodic("recovery", upkeep.recover, lambda s: maintenance.RECOVERY_INTERVAL_S),
 )

@@ -46,3 +46,9 @@ def maintain(runtime: Runtime, now: datetime) -> Upkeep:
     )
     recovered = maintenance.recover_lost(runtime, now=now)
     return Upkeep(purged, report.dead_by_queue, report.over_threshold, redelivered, recovered)
+
+
+def recover(runtime: Runtime, now: datetime) -> maintenance.Recovery:
+    """Every few seconds: what Redis lost (its data, a dead worker's running job) is enqueued
+    again at once, not at the next full maintenance."""
+    return maintenance.recover(runtime, now=now)

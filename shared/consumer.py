@@ -75,10 +75,32 @@ _SHAPE: tuple[tuple[str, type | tuple[type, ...]], ...] = (
 )
 
 
-def _check_shape(message: Message[Any]) -> None:
+#: Deepest nesting of JSON a message may carry. Deeper is refused as undecodable, whatever
+#: this process's recursion limit (the JSON decoder's own limit depends on it).
+MAX_NESTING = 100
+
+
+def _check_shape(message: Message[Any], data: bytes) -> None:
     for name, kind in _SHAPE:
         if not isinstance(getattr(message, name), kind):
             raise TypeError(f"{name} must be {kind}, got {type(getattr(message, name)).__name__}")
+    if data.count(b"[") + data.count(b"{") > MAX_NESTING and _depth(message.args) > MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels")
+
+
+def _depth(value: Any) -> int:
+    """How deep `value` nests lists and dicts (iteratively: no recursion limit applies)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            deepest = max(deepest, depth)
+            if deepest > MAX_NESTING:
+                return deepest
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def fetch(broker: Any, queue_name: str, count: int) -> list[tuple[str, bytes | None]]:
@@ -356,7 +378,7 @@ class FleetRedisConsumer(_RedisConsumer):
         DEAD run (`UNDECODABLE`) and acknowledged, and this consumer goes on."""
         try:
             message: Message[Any] = Message.decode(data)
-            _check_shape(message)
+            _check_shape(message, data)
         except Exception as exc:  # DecodeError, RecursionError, a field of the wrong type
             self._undecodable(redis_id, data, exc)
             return None

@@ -95,6 +95,13 @@ class JobCanceled(PermanentError):
     code = "CANCELED"
 
 
+class LeaseLost(FleetError):
+    """Another execution took this run over: this worker stalled past its lease (a frozen
+    process, a long GC or swap pause). The execution stops and records no outcome."""
+
+    code = "LEASE_LOST"
+
+
 class AlreadyDone(FleetError):
     """The effect already happened (an earlier attempt or another path): a success."""
 

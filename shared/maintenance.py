@@ -3,11 +3,13 @@
 - `purge_finished`: COMPLETED and CANCELED runs past retention are deleted (DEAD runs stay
   until an operator purges the DLQ).
 - `dlq_report`: DEAD runs per queue; over the threshold → an error log and a gauge.
-- `redeliver_stuck`: RUNNING runs older than their time limit (plus a grace) are flagged and
-  their message enqueued again: the worker that held them is gone or wedged.
+- `redeliver_stuck`: RUNNING runs whose lease ran out (their worker is dead or frozen) and
+  whose message Redis lost are enqueued again (flagged `STUCK`).
 - `recover_lost`: QUEUED or FAILED runs whose job-id key is missing from Redis lost their
   message with it (a Redis restart without persistence): they are enqueued again. The key and
   the message live in the same Redis, so a present key means the message is there too.
+- `recover`: both, every few seconds, as soon as a sentinel key shows that Redis lost its data.
+Every enqueue goes through the job-id gate (claims the key): one message per run.
 Every step is safe to run in two scheduler replicas at once (row locks with SKIP LOCKED, and
 the job-id gate for re-enqueues).
 """
@@ -79,50 +81,82 @@ def _time_limit_ms(runtime: Runtime, job_name: str) -> int:
     return runtime.settings.default_time_limit_ms
 
 
+#: Period of `recover`, the quick check for a Redis that lost its data (scheduler).
+RECOVERY_INTERVAL_S = 5.0
+#: A QUEUED/FAILED run this old whose job-id key is gone lost its message. Its row is written
+#: after its key and message (`send`), so a present row without a key is a lost message at
+#: once; the few seconds cover a send whose row and claim are being written.
+RECOVER_AFTER_S = 5
+
+
 def redeliver_stuck(
     runtime: Runtime, *, now: datetime, grace_s: int = 60, limit: int = 500
 ) -> list[str]:
-    """Flag RUNNING runs past their time limit and enqueue their message again."""
+    """Enqueue again, through the job-id gate, the RUNNING runs whose execution is over for
+    sure and whose message Redis lost.
+
+    A RUNNING run's lease is renewed by the worker executing it; once the lease has run out
+    (+ `grace_s`), that worker is dead or frozen. Its message then comes back by itself (the
+    dead worker's unacknowledged messages are requeued by the heartbeat maintenance) unless
+    Redis lost it, which the job-id key tells: the key and the message live in the same Redis.
+    So only a run whose key is gone is enqueued again, by claiming the key: one message per
+    run, whichever replica or step gets there first. Runs from before leases existed (no
+    lease) count as over past their time limit + `grace_s`.
+    """
     shortest = min(
         [runtime.settings.default_time_limit_ms, *(s.time_limit_ms or 10**12 for s in catalog.ALL)]
     )
-    horizon = now - timedelta(milliseconds=shortest, seconds=grace_s)
-    redelivered: list[str] = []
+    legacy_horizon = now - timedelta(milliseconds=shortest, seconds=grace_s)
+    lease_horizon = now - timedelta(seconds=grace_s)
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("SET LOCAL synchronous_commit TO on")
         rows = cur.execute(
             "SELECT job_id, org_id, job_name, queue, entity_type, entity_id, payload, request_id, "
-            "attempt, started_at FROM job_runs WHERE status = 'RUNNING' AND started_at < %s "
-            "ORDER BY started_at LIMIT %s FOR UPDATE SKIP LOCKED",
-            (horizon, limit),
+            "attempt, started_at, lease_until FROM job_runs WHERE status = 'RUNNING' "
+            "AND (lease_until < %s OR (lease_until IS NULL AND started_at < %s)) "
+            "ORDER BY started_at LIMIT %s",
+            (lease_horizon, legacy_horizon, limit),
         ).fetchall()
-        for row in rows:
-            deadline = row["started_at"] + timedelta(
-                milliseconds=_time_limit_ms(runtime, row["job_name"]), seconds=grace_s
-            )
-            if deadline > now:
-                continue
-            message = _rebuild(row, attempt=row["attempt"] or 1)
-            runtime.broker.enqueue(message)
-            cur.execute(
+    rows = [
+        row
+        for row in rows
+        if row["lease_until"] is not None
+        or row["started_at"]
+        + timedelta(milliseconds=_time_limit_ms(runtime, row["job_name"]), seconds=grace_s)
+        <= now
+    ]
+    if not rows:
+        return []
+    gate = runtime.sender.gate
+    redelivered: list[str] = []
+    for row, exists in zip(rows, _keys_exist(runtime, rows), strict=True):
+        if exists:
+            continue  # its message is still in Redis and comes back with its dead worker's
+        # The interrupted execution counts as an attempt (as when its message comes back).
+        message = _rebuild(row, attempt=(row["attempt"] or 0) + 1)
+        if gate.enqueue_once(message, row["job_id"]) is not None:
+            continue  # claimed meanwhile (another replica, a send): that message runs it
+        with runtime.pool.connection() as conn:
+            conn.execute("SET LOCAL synchronous_commit TO on")
+            conn.execute(
                 "UPDATE job_runs SET status = 'QUEUED', error_code = 'STUCK', message_id = %s, "
-                "error = %s WHERE job_id = %s",
+                "error = %s WHERE job_id = %s AND status = 'RUNNING'",
                 (
                     message.message_id,
-                    f"RUNNING since {row['started_at'].isoformat()}, past its time limit: redelivered",
+                    f"RUNNING since {row['started_at'].isoformat()}, its worker gone and its "
+                    "message lost with Redis's data: redelivered",
                     row["job_id"],
                 ),
             )
-            redelivered.append(row["job_id"])
-    for job_id in redelivered:
-        log.warning("maintenance.stuck_redelivered", job_id=job_id)
+        redelivered.append(row["job_id"])
+        log.warning("maintenance.stuck_redelivered", job_id=row["job_id"])
     return redelivered
 
 
 def recover_lost(
-    runtime: Runtime, *, now: datetime, older_than_s: int = 300, limit: int = 1_000
+    runtime: Runtime, *, now: datetime, older_than_s: int = RECOVER_AFTER_S, limit: int = 1_000
 ) -> list[str]:
-    """Enqueue again the QUEUED/FAILED runs whose message Redis no longer has."""
+    """Enqueue again, through the job-id gate, the QUEUED/FAILED runs whose message Redis no
+    longer has (their job-id key is gone with it)."""
     horizon = now - timedelta(seconds=older_than_s)
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
@@ -133,15 +167,9 @@ def recover_lost(
         ).fetchall()
     if not rows:
         return []
-    client = runtime.broker.client  # type: ignore[attr-defined]
-    namespace = runtime.settings.broker_namespace
-    pipe = client.pipeline(transaction=False)
-    for row in rows:
-        pipe.exists(dedup_key(namespace, row["job_id"]))
-    present = pipe.execute()
     gate = runtime.sender.gate
     recovered: list[str] = []
-    for row, exists in zip(rows, present, strict=True):
+    for row, exists in zip(rows, _keys_exist(runtime, rows), strict=True):
         if exists:
             continue
         message = _rebuild(row, attempt=max(1, row["attempt"] or 1))
@@ -153,6 +181,48 @@ def recover_lost(
                 status_was="QUEUED/FAILED",
             )
     return recovered
+
+
+def _keys_exist(runtime: Runtime, rows: list[dict[str, Any]]) -> list[bool]:
+    client = runtime.broker.client  # type: ignore[attr-defined]
+    namespace = runtime.settings.broker_namespace
+    pipe = client.pipeline(transaction=False)
+    for row in rows:
+        pipe.exists(dedup_key(namespace, row["job_id"]))
+    return [bool(n) for n in pipe.execute()]
+
+
+def sentinel_key(namespace: str) -> str:
+    return f"{namespace}:jobfleet:alive"
+
+
+@dataclass(frozen=True)
+class Recovery:
+    redis_lost_data: bool
+    redelivered: list[str]
+    recovered: list[str]
+
+
+def recover(runtime: Runtime, *, now: datetime, grace_s: int = 0) -> Recovery:
+    """The scheduler's quick pass (every `RECOVERY_INTERVAL_S`): enqueue again what Redis lost.
+
+    A sentinel key that nothing else writes tells, in one round trip, whether Redis lost its
+    data since the last pass (a restart without persistence, a failover to an empty replica):
+    then every QUEUED/FAILED run whose key is gone is enqueued again at once, rather than at
+    the next full maintenance. RUNNING runs whose lease ran out are checked on every pass (a
+    few rows: the runs in flight); they come back once their worker's lease ran out.
+    """
+    client = runtime.broker.client  # type: ignore[attr-defined]
+    lost = bool(client.set(sentinel_key(runtime.settings.broker_namespace), "1", nx=True))
+    # Every row from before the loss lost its message: no age floor (a send made since claims
+    # its key first, so its row is never taken for a lost one).
+    recovered = recover_lost(runtime, now=now, older_than_s=0) if lost else []
+    redelivered = redeliver_stuck(runtime, now=now, grace_s=grace_s)
+    if lost:
+        log.warning(
+            "maintenance.redis_data_lost", recovered=len(recovered), redelivered=len(redelivered)
+        )
+    return Recovery(lost, redelivered, recovered)
 
 
 def _rebuild(row: dict[str, Any], *, attempt: int) -> Any:

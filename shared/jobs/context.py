@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from ..errors import JobCanceled
+from ..errors import JobCanceled, LeaseLost
 
 #: Set by the product API per request; `send` copies it into the message and `job_runs`.
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -26,7 +26,7 @@ def request_context(request_id: str) -> Iterator[None]:
         request_id_var.reset(token)
 
 
-ProgressWriter = Callable[[str, int, int, Any], bool]
+ProgressWriter = Callable[[str, int, int, Any], bool | None]
 
 
 @dataclass
@@ -51,12 +51,23 @@ class JobContext:
     #: The payload as the tracking middleware parsed (and upgraded) it, so the handler's
     #: wrapper does not parse it twice.
     parsed: Any = field(default=None, repr=False)
+    #: This worker no longer holds the run's lease (see `LeaseLost`).
+    lease_lost: bool = False
 
     def progress(self, done: int, total: int, *, checkpoint: Any = None) -> None:
         """Report `{done, total}` (and a checkpoint); raises `JobCanceled` when cancel was asked."""
         if self._write_progress is None:
             return
-        if self._write_progress(self.job_id, done, total, checkpoint):
+        canceled = (
+            None if self.lease_lost else self._write_progress(self.job_id, done, total, checkpoint)
+        )
+        if canceled is None:
+            self.lease_lost = True
+            raise LeaseLost(
+                f"{self.job_id}: another execution took this run over (this worker stalled "
+                "past its lease); this one stops here and records nothing"
+            )
+        if canceled:
             raise JobCanceled(f"{self.job_id} canceled at {done}/{total}")
         if checkpoint is not None:
             self.checkpoint = checkpoint

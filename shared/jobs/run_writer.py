@@ -25,10 +25,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import os
 import queue
 import re
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,20 +94,69 @@ def _storable(kind: str, params: Any, error: str) -> Any:
 #: statement and one round trip per batch, and the per-row encoding is C's `json.dumps` rather
 #: than Python-level parameter adaptation in a thread that shares the GIL with the workers.
 START_MANY = """
+WITH s AS (
 INSERT INTO job_runs AS r (org_id, job_name, job_id, queue, status, entity_type, entity_id,
                            payload, attempt, max_attempts, request_id, message_id, queued_at,
-                           started_at)
-SELECT o, n, j, q, 'RUNNING', et, e, p, a, ma, rq, m, now(), now()
+                           started_at, executions, lease_owner, lease_until)
+SELECT o, n, j, q, 'RUNNING', et, e, p, a, ma, rq, m, now(), now(), 1, w,
+       now() + make_interval(secs => ls)
   FROM json_to_recordset(%s::json)
-       AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, a int, ma int, rq text, m text)
+       AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, a int, ma int, rq text, m text,
+            w text, ls float8)
 ON CONFLICT (job_id) DO UPDATE
    SET status = 'RUNNING', attempt = EXCLUDED.attempt, max_attempts = EXCLUDED.max_attempts,
        message_id = EXCLUDED.message_id, started_at = now(), finished_at = NULL,
-       next_retry_at = NULL
- WHERE r.status IN ('QUEUED', 'RUNNING', 'FAILED')
+       next_retry_at = NULL, executions = r.executions + 1,
+       lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
+ WHERE r.status IN ('QUEUED', 'FAILED')
     -- A CANCELED run sent again (a new message id) starts; the canceled delivery does not.
     OR (r.status = 'CANCELED' AND r.message_id IS DISTINCT FROM EXCLUDED.message_id)
-RETURNING r.job_id, r.checkpoint, r.cancel_requested
+    -- A RUNNING run is never started here: see BLOCKED (a live lease) and TAKEOVER.
+RETURNING r.job_id, r.checkpoint, r.cancel_requested, r.attempt, r.executions, r.message_id,
+          r.lease_owner
+), e AS (
+INSERT INTO job_executions (job_id, execution, attempt, worker, message_id)
+SELECT job_id, executions, attempt, lease_owner, message_id FROM s
+)
+SELECT job_id, checkpoint, cancel_requested, attempt, executions FROM s
+"""
+#: Why the starts a batch did not take were refused (rarely needed: duplicates, redeliveries).
+BLOCKED = """
+SELECT job_id, status, attempt, executions,
+       COALESCE(lease_until > now(), FALSE) AS live,
+       GREATEST(COALESCE(EXTRACT(epoch FROM lease_until - now()), 0), 0) AS remaining_s
+  FROM job_runs WHERE job_id = ANY(%s)
+"""
+#: Start a RUNNING run whose lease ran out (its worker died or stalled): a new execution, and
+#: the interrupted one counts as an attempt.
+TAKEOVER = """
+WITH s AS (
+UPDATE job_runs AS r
+   SET attempt = GREATEST(r.attempt + 1, %(a)s), max_attempts = %(ma)s, message_id = %(m)s,
+       started_at = now(), executions = r.executions + 1, lease_owner = %(w)s,
+       lease_until = now() + make_interval(secs => %(ls)s)
+ WHERE r.job_id = %(j)s AND r.status = 'RUNNING'
+   AND (r.lease_until IS NULL OR r.lease_until <= now())
+RETURNING r.job_id, r.checkpoint, r.cancel_requested, r.attempt, r.executions, r.message_id,
+          r.lease_owner
+), e AS (
+INSERT INTO job_executions (job_id, execution, attempt, worker, message_id)
+SELECT job_id, executions, attempt, lease_owner, message_id FROM s
+)
+SELECT job_id, checkpoint, cancel_requested, attempt, executions FROM s
+"""
+#: A RUNNING run whose lease ran out after its last attempt: DEAD without another execution.
+BURY = """
+UPDATE job_runs
+   SET status = 'DEAD', error_code = %(ec)s, error = %(er)s, finished_at = now()
+ WHERE job_id = %(j)s AND status = 'RUNNING' AND (lease_until IS NULL OR lease_until <= now())
+"""
+#: Extend the leases of the runs this worker is executing; returns the ones it still holds.
+RENEW = """
+UPDATE job_runs
+   SET lease_until = now() + make_interval(secs => %s)
+ WHERE job_id = ANY(%s) AND lease_owner = %s AND status = 'RUNNING'
+RETURNING job_id
 """
 QUEUED_MANY = """
 INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id,
@@ -124,13 +176,16 @@ UPDATE job_runs AS r
    SET status = u.s, result = u.res, error_code = u.ec, error = u.er, next_retry_at = u.nr,
        finished_at = CASE WHEN u.fin THEN now() ELSE NULL END
   FROM json_to_recordset(%s::json)
-       AS u(j text, s text, res jsonb, ec text, er text, nr timestamptz, fin bool)
+       AS u(j text, s text, res jsonb, ec text, er text, nr timestamptz, fin bool, w text)
  WHERE r.job_id = u.j AND r.status <> 'CANCELED'
+   -- Only the lease holder records the outcome: a stalled worker whose run was taken over
+   -- does not overwrite it (its execution is on the record in job_executions).
+   AND (r.lease_owner IS NULL OR u.w IS NULL OR r.lease_owner = u.w)
 """
 PROGRESS = """
 UPDATE job_runs
    SET progress = %s, checkpoint = COALESCE(%s, checkpoint)
- WHERE job_id = %s
+ WHERE job_id = %s AND (lease_owner IS NULL OR lease_owner = %s)
 RETURNING cancel_requested
 """
 
@@ -139,6 +194,20 @@ RETURNING cancel_requested
 class Started:
     checkpoint: Any
     cancel_requested: bool
+    #: The attempt this execution is (an interrupted execution counted) and its number.
+    attempt: int = 1
+    execution: int = 1
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A start refused because the run is RUNNING: `live` when another execution holds its
+    lease (`remaining_s` more), else interrupted (its lease ran out: a dead or stalled worker)."""
+
+    live: bool
+    remaining_s: float
+    attempt: int
+    executions: int
 
 
 @dataclass(frozen=True)
@@ -212,6 +281,11 @@ class RunWriter:
         #: The latest rows refused for what they hold (most recent last), for operators/tests.
         self.refused: collections.deque[RowRefused] = collections.deque(maxlen=REFUSED_KEPT)
         self._fast.refused = self._durable.refused = self.refused
+        #: How long a lease lasts unless renewed (`renew`); the tracking middleware sets it to
+        #: the heartbeat timeout.
+        self.lease_s = 5.0
+        self._owner = ""
+        self._owner_pid = -1
 
     @property
     def healthy(self) -> bool:
@@ -238,14 +312,53 @@ class RunWriter:
 
     def start_run(
         self, info: MessageInfo, max_attempts: int, timeout: float = 30
-    ) -> Started | None:
-        """RUNNING, unless the run is already COMPLETED, DEAD or CANCELED (then None)."""
-        result: Started | None = self.submit_start(info, max_attempts).result(timeout)
+    ) -> Started | Blocked | None:
+        """RUNNING under this process's lease, unless the run is already COMPLETED, DEAD or
+        CANCELED (then None) or RUNNING (then `Blocked`: see `takeover`)."""
+        result: Started | Blocked | None = self.submit_start(info, max_attempts).result(timeout)
         return result
+
+    @property
+    def owner(self) -> str:
+        """This process's name on the leases it holds (`host:pid:random`, made after a fork)."""
+        pid = os.getpid()
+        if self._owner_pid != pid:
+            self._owner = f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}"
+            self._owner_pid = pid
+        return self._owner
+
+    def takeover(
+        self, info: MessageInfo, max_attempts: int, timeout: float = 30
+    ) -> Started | Blocked | None:
+        """Start a RUNNING run whose lease ran out; a `Blocked`/None when it is no longer so."""
+        row = {
+            "j": info.job_id,
+            "a": info.attempt,
+            "ma": max_attempts,
+            "m": info.message_id,
+            "w": self.owner,
+            "ls": self.lease_s,
+        }
+        result: Started | Blocked | None = self._fast.submit("takeover", row).result(timeout)
+        return result
+
+    def bury(self, job_id: str, error_code: str, error: str, timeout: float = 30) -> None:
+        """DEAD, durably, a RUNNING run whose lease ran out (no new execution)."""
+        self._durable.submit("bury", {"j": job_id, "ec": error_code, "er": error}).result(timeout)
+
+    def renew(self, job_ids: list[str], timeout: float = 10) -> set[str]:
+        """Extend this process's leases on `job_ids`; returns those it still holds."""
+        if not job_ids:
+            return set()
+        params = (self.lease_s, job_ids, self.owner)
+        held: set[str] = self._fast.submit("renew", params).result(timeout)
+        return held
 
     def submit_start(self, info: MessageInfo, max_attempts: int) -> _Waiter:
         """`start_run` without waiting: `.result(timeout)` gives the `Started` (or None)."""
         row = {
+            "w": self.owner,
+            "ls": self.lease_s,
             "o": info.org_id,
             "n": info.job_name,
             "j": info.job_id,
@@ -283,21 +396,24 @@ class RunWriter:
             "er": finish.error,
             "nr": finish.next_retry_at.isoformat() if finish.next_retry_at else None,
             "fin": finish.terminal,
+            "w": self.owner,
         }
         lane = self._durable if finish.terminal else self._fast
         return lane.submit("finish", row)
 
     def progress(
         self, job_id: str, done: int, total: int, checkpoint: Any, timeout: float = 30
-    ) -> bool:
-        """Record progress (a checkpoint durably); True when an operator asked to cancel."""
+    ) -> bool | None:
+        """Record progress (a checkpoint durably); True when an operator asked to cancel, None
+        when this process no longer holds the run's lease (another execution took it over)."""
         params = (
             Jsonb({"done": done, "total": total}),
             Jsonb(checkpoint) if checkpoint is not None else None,
             job_id,
+            self.owner,
         )
         lane = self._durable if checkpoint is not None else self._fast
-        canceled: bool = lane.submit("progress", params).result(timeout)
+        canceled: bool | None = lane.submit("progress", params).result(timeout)
         return canceled
 
     def close(self, timeout: float = 10) -> None:
@@ -308,6 +424,8 @@ class RunWriter:
 def _job_id(op: _Op) -> str | None:
     if isinstance(op.params, dict):
         return op.params.get("j")
+    if op.kind == "progress" and isinstance(op.params, tuple):
+        return str(op.params[2])  # (progress, checkpoint, job id, lease owner)
     return op.params[-1] if isinstance(op.params, tuple) and op.params else None
 
 
@@ -315,6 +433,22 @@ def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     line: str = _scrub(text.splitlines()[0] if text else type(error).__name__)
     return line
+
+
+def _blocked(conn: psycopg.Connection[Any], job_ids: list[str]) -> dict[str, Blocked | None]:
+    """Why these starts were refused: None for a run that is finished or canceled (the
+    delivery is skipped), a `Blocked` for a RUNNING one."""
+    found: dict[str, Blocked | None] = {}
+    for job_id, status, attempt, executions, live, remaining in conn.execute(
+        BLOCKED, (job_ids,)
+    ).fetchall():
+        if status == "RUNNING":
+            found[job_id] = Blocked(bool(live), float(remaining), int(attempt), int(executions))
+        elif status in ("QUEUED", "FAILED"):  # changed meanwhile: try again shortly
+            found[job_id] = Blocked(True, 0.0, int(attempt), int(executions))
+        else:
+            found[job_id] = None
+    return found
 
 
 def _rows(ops: Sequence[_Op]) -> str:
@@ -523,15 +657,36 @@ class _Lane:
             for op in by_kind["start"]:
                 first.setdefault(op.params["j"], op)
             rows = conn.execute(START_MANY, (_rows(list(first.values())),)).fetchall()
-            started = {
-                job_id: Started(checkpoint, bool(cancel)) for job_id, checkpoint, cancel in rows
+            started: dict[str, Started | Blocked | None] = {
+                job_id: Started(checkpoint, bool(cancel), attempt, execution)
+                for job_id, checkpoint, cancel, attempt, execution in rows
             }
-            for job_id, op in first.items():
-                results[id(op)] = started.get(job_id)
+            refused = [op for op in by_kind["start"] if op.params["j"] not in started]
+            if refused:
+                started.update(_blocked(conn, [op.params["j"] for op in refused]))
+            for op in by_kind["start"]:
+                if first[op.params["j"]] is op:
+                    results[id(op)] = started.get(op.params["j"])
+                else:  # the same job twice in one batch: the first holds its lease now
+                    results[id(op)] = Blocked(True, self._lease_s(op), 0, 0)
+        for op in by_kind.get("takeover", ()):
+            row = conn.execute(TAKEOVER, op.params).fetchone()
+            if row is not None:
+                results[id(op)] = Started(row[1], bool(row[2]), row[3], row[4])
+            else:
+                results[id(op)] = _blocked(conn, [op.params["j"]]).get(op.params["j"])
+        for op in by_kind.get("bury", ()):
+            conn.execute(BURY, op.params)
+        for op in by_kind.get("renew", ()):
+            results[id(op)] = {row[0] for row in conn.execute(RENEW, op.params).fetchall()}
         for op in by_kind.get("progress", ()):
             row = conn.execute(PROGRESS, op.params).fetchone()
-            results[id(op)] = bool(row[0]) if row else False
+            results[id(op)] = bool(row[0]) if row else None
         return [results.get(id(op)) for op in batch]
+
+    @staticmethod
+    def _lease_s(op: _Op) -> float:
+        return float(op.params.get("ls") or 0)
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:

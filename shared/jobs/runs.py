@@ -15,7 +15,7 @@ from ..runtime import Runtime, get_runtime
 COLUMNS = """job_id, org_id, job_name, queue, status, entity_type, entity_id, payload, result,
 error_code, error, attempt, max_attempts, progress, checkpoint, cancel_requested, request_id,
 message_id, queued_at, started_at, finished_at, next_retry_at, replayed_at, replayed_by,
-replay_count"""
+replay_count, executions, lease_owner, lease_until"""
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ class RunView:
     replayed_at: datetime | None
     replayed_by: str | None
     replay_count: int
+    #: How many times the run was started (job_executions has each start: worker, time).
+    executions: int
+    #: The worker executing it and until when, unless it renews (see docs/kernel.md).
+    lease_owner: str | None
+    lease_until: datetime | None
 
     def as_dict(self) -> dict[str, Any]:
         return {

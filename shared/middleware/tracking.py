@@ -8,11 +8,13 @@ the outcome is durable in Postgres before the message is acknowledged.
 from __future__ import annotations
 
 import base64
+import contextlib
 import random
+import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import dramatiq
 import structlog
@@ -22,13 +24,13 @@ from dramatiq.middleware.middleware import MiddlewareError
 
 from ..config import RetryPolicy, Settings
 from ..contracts.base import SYSTEM_ORG
-from ..errors import AlreadyDone, InvalidPayload, PermanentError, RetryLater
+from ..errors import AlreadyDone, InvalidPayload, LeaseLost, PermanentError, RetryLater
 from ..jobs import catalog
 from ..jobs.context import JobContext, set_current_job
 from ..jobs.gate import dedup_key
 from ..jobs.message import MessageInfo, message_info
 from ..jobs.outcome import ERROR_MAX_CHARS, Outcome, decide
-from ..jobs.run_writer import Finish, RowRefused, RunWriter
+from ..jobs.run_writer import Blocked, Finish, RowRefused, RunWriter, Started
 
 log = structlog.get_logger("jobfleet.tracking")
 
@@ -57,6 +59,41 @@ class Tracking(Middleware):
         self.settings = settings
         self.writer = writer
         self.rng = rng or random.Random()
+        # A run is executed under a lease as long as the heartbeat timeout: a worker silent
+        # that long is dead for Redis too, and its messages come back.
+        writer.lease_s = settings.heartbeat_timeout_ms / 1000
+        self.gate = SoloGate()
+        #: Terminal outcomes handed to the durable lane and not yet acknowledged.
+        self._outcomes: set[_PendingOutcome] = set()
+        #: Runs this process is executing (job id -> context): their leases are renewed.
+        self._running: dict[str, JobContext] = {}
+        self._stop = threading.Event()
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
+        self._stop.clear()
+        threading.Thread(target=self._renew_leases, name="jobfleet-leases", daemon=True).start()
+
+    def after_worker_shutdown(self, broker: dramatiq.Broker, worker: Any) -> None:
+        self._stop.set()
+
+    def _renew_leases(self) -> None:
+        """Every heartbeat interval: extend the leases of the runs in flight; a run whose lease
+        another execution took (this process stalled past it) is marked, and stops at its next
+        progress report (`LeaseLost`)."""
+        interval = self.settings.heartbeat_interval_ms / 1000
+        while not self._stop.wait(interval):
+            running = dict(self._running)
+            if not running:
+                continue
+            try:
+                held = self.writer.renew(list(running))
+            except Exception as exc:  # the leases run out; other deliveries may take over
+                log.warning("run.lease_not_renewed", runs=len(running), error=str(exc)[:200])
+                continue
+            for job_id, ctx in running.items():
+                if job_id not in held and self._running.get(job_id) is ctx:
+                    ctx.lease_lost = True
+                    log.warning("run.lease_lost", job_id=job_id)
 
     def policy(self, broker: dramatiq.Broker, job_name: str, queue: str) -> RetryPolicy:
         """The bound spec's policy, else the catalog's, else the queue's from settings."""
@@ -82,20 +119,35 @@ class Tracking(Middleware):
             info = replace(info, job_id=f"raw:{info.job_name}:{info.message_id}")
             message.fleet_info = info
         policy = self.policy(broker, info.job_name, info.queue)
+        self.gate.enter()
+        message.fleet_gate = "shared"
         try:
             started = self.writer.start_run(info, policy.max_attempts)
+            if isinstance(started, Blocked):
+                started = self._blocked(broker, message, info, policy, started)
         except RowRefused as exc:
             # Postgres refuses this run's row for what it holds: retrying cannot help, and
             # must not go on forever. Dead-letter the message (Redis keeps it) and go on.
             log.error("run.start_refused", job_id=info.job_id, error=exc.error)
             message.fail()
             raise SkipMessage(info.job_id) from exc
+        except SkipMessage:
+            raise
         except Exception as exc:
             log.error("run.start_not_recorded", job_id=info.job_id, error=str(exc))
             raise TrackingDown(str(exc)) from exc
         if started is None:
             log.info("run.skipped", job_id=info.job_id, reason="already finished or canceled")
             raise SkipMessage(info.job_id)
+        if started.attempt != info.attempt:  # an interrupted execution counted as an attempt
+            info = replace(info, attempt=started.attempt)
+        if refusal is None and started.attempt > policy.max_attempts:
+            # Redelivered by maintenance after its last attempt was interrupted (`STUCK`).
+            refusal = Refused(
+                f"attempts exhausted ({policy.max_attempts}/{policy.max_attempts}): the last "
+                "one was interrupted (its worker died or stalled past its lease)",
+                code="WORKER_CRASHED",
+            )
         ctx = JobContext(
             job_id=info.job_id,
             job_name=info.job_name,
@@ -114,8 +166,79 @@ class Tracking(Middleware):
         message.fleet_ctx = ctx
         message.fleet_started = time.monotonic()
         message.fleet_token = set_current_job(ctx)
+        self._running[info.job_id] = ctx
         if refusal is not None:  # recorded as started: the outcome makes it DEAD at once
             raise refusal
+
+    def _blocked(
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        info: MessageInfo,
+        policy: RetryPolicy,
+        blocked: Blocked,
+    ) -> Started | None:
+        """The run is RUNNING. Under a live lease (another execution, here or elsewhere): this
+        delivery is deferred until the lease would run out, not run, not an attempt. Its lease
+        ran out (the worker that held it died or stalled): the interrupted execution counts as
+        an attempt; after the last one the run is DEAD (`WORKER_CRASHED`), else it is taken
+        over and run alone in this process, so that a job that kills its process takes no
+        neighbour down with it again."""
+        if blocked.live:
+            self._defer(broker, message, info, blocked.remaining_s)
+        if blocked.attempt + 1 > policy.max_attempts:
+            error = (
+                f"attempts exhausted ({blocked.attempt}/{policy.max_attempts}): the worker "
+                f"running it died or stalled past its lease in each of its {blocked.executions} "
+                "execution(s) (a crash, OOM or kill of the process that ran it)"
+            )
+            self.writer.bury(info.job_id, "WORKER_CRASHED", error)
+            log.error(
+                "run.finished", job_id=info.job_id, status="DEAD", error_code="WORKER_CRASHED"
+            )
+            raise SkipMessage(info.job_id)
+        self.gate.leave()
+        message.fleet_gate = None
+        if not self.gate.enter_solo(SOLO_WAIT_S):
+            self._defer(broker, message, info, SOLO_RETRY_S)
+        message.fleet_gate = "solo"
+        # The runs that just finished here must be on the record before this one runs: if it
+        # kills the process, their outcomes (still on their way to Postgres) would be lost and
+        # they would count as interrupted too.
+        for pending in list(self._outcomes):
+            with contextlib.suppress(Exception):
+                pending.waiter.result(SOLO_WAIT_S)
+        log.warning(
+            "run.taken_over",
+            job_id=info.job_id,
+            interrupted_attempt=blocked.attempt,
+            executions=blocked.executions,
+        )
+        taken = self.writer.takeover(info, policy.max_attempts)
+        if isinstance(taken, Blocked):  # someone else took it over first
+            self._defer(broker, message, info, taken.remaining_s)
+        return taken
+
+    def _defer(
+        self, broker: dramatiq.Broker, message: Any, info: MessageInfo, delay_s: float
+    ) -> NoReturn:
+        delay_ms = int(max(delay_s, 0) * 1000) + DEFER_MARGIN_MS
+        log.info("run.deferred", job_id=info.job_id, delay_ms=delay_ms, reason="run in flight")
+        if not self._requeue(broker, message, delay_ms, attempt=None):
+            raise TrackingDown("could not defer a delivery of a run in flight")
+        raise SkipMessage(info.job_id)
+
+    def _exit(self, message: Any) -> None:
+        """Leave the process's gate (shared or solo) and the set of runs in flight."""
+        ctx: JobContext | None = getattr(message, "fleet_ctx", None)
+        if ctx is not None and self._running.get(ctx.job_id) is ctx:
+            self._running.pop(ctx.job_id, None)
+        held = getattr(message, "fleet_gate", None)
+        message.fleet_gate = None
+        if held == "shared":
+            self.gate.leave()
+        elif held == "solo":
+            self.gate.leave_solo()
 
     def record_undecodable(self, queue: str, redis_id: str, data: bytes, error: Exception) -> None:
         """Record bytes that are no Dramatiq message as a DEAD run (`UNDECODABLE`), keyed by
@@ -136,7 +259,7 @@ class Tracking(Middleware):
             payload=raw_payload(redis_id, data),
             sent_at=None,
         )
-        if self.writer.start_run(info, 1) is None:
+        if not isinstance(self.writer.start_run(info, 1), Started):
             return  # recorded already (an earlier delivery whose ack was lost)
         detail = f"{type(error).__name__}: {error}"
         cause = error.__cause__ or error.__context__
@@ -152,6 +275,7 @@ class Tracking(Middleware):
         )
 
     def after_skip_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        self._exit(message)
         message.fleet_outcome = Outcome("SKIPPED")
 
     def before_nack(self, broker: dramatiq.Broker, message: Any) -> None:
@@ -168,7 +292,7 @@ class Tracking(Middleware):
         outcome = decide(attempt=info.attempt, policy=policy, exception=exc, rng=self.rng)
         code, error = outcome.error_code, outcome.error
         try:
-            if self.writer.start_run(info, policy.max_attempts) is not None:
+            if isinstance(self.writer.start_run(info, policy.max_attempts), Started):
                 self.writer.finish_run(Finish(info.job_id, "DEAD", error_code=code, error=error))
         except Exception as err:  # the message is in Redis's dead-letter set all the same
             log.critical("run.outcome_not_recorded", job_id=info.job_id, error=str(err))
@@ -183,10 +307,29 @@ class Tracking(Middleware):
         result: Any = None,
         exception: BaseException | None = None,
     ) -> None:
+        try:
+            self._after_process(broker, message, result, exception)
+        finally:  # once its outcome is on its way (`_PendingOutcome`), not before
+            self._exit(message)
+
+    def _after_process(
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        result: Any,
+        exception: BaseException | None,
+    ) -> None:
         token = getattr(message, "fleet_token", None)
         if token is not None:
             set_current_job(None)
-        if getattr(message, "fleet_ctx", None) is None:  # the start was not recorded
+        ctx = getattr(message, "fleet_ctx", None)
+        if ctx is not None and (ctx.lease_lost or isinstance(exception, LeaseLost)):
+            # Another execution took this run over while this process stalled: it owns the
+            # outcome. Nothing is recorded or retried from here; this message is acknowledged.
+            log.warning("run.execution_abandoned", job_id=ctx.job_id, reason="lease lost")
+            message.fleet_outcome = Outcome("SKIPPED")
+            return
+        if ctx is None:  # the start was not recorded
             if isinstance(exception, TrackingDown):
                 self._requeue(broker, message, TRACKING_DOWN_DELAY_MS, attempt=None)
             return
@@ -292,6 +435,54 @@ class Tracking(Middleware):
             return False
 
 
+#: Longest a taken-over run waits for this process's other runs to finish before it runs alone.
+SOLO_WAIT_S = 10.0
+#: Then it is deferred for this long.
+SOLO_RETRY_S = 2.0
+#: Added to the rest of a live lease when a delivery is deferred.
+DEFER_MARGIN_MS = 250
+
+
+class SoloGate:
+    """Runs of one process: any number together, or one alone. A run whose last execution was
+    interrupted (its worker died) may be what killed it: it runs alone, and new runs of the
+    process wait meanwhile (at most the time the solo run takes)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._running = 0
+        self._solo = 0  # solo runs waiting or running
+        self._solo_active = False
+
+    def enter(self) -> None:
+        with self._cond:
+            while self._solo:
+                self._cond.wait()
+            self._running += 1
+
+    def leave(self) -> None:
+        with self._cond:
+            self._running -= 1
+            if self._solo and self._running == 0:
+                self._cond.notify_all()
+
+    def enter_solo(self, timeout: float) -> bool:
+        with self._cond:
+            self._solo += 1
+            if self._cond.wait_for(lambda: self._running == 0 and not self._solo_active, timeout):
+                self._solo_active = True
+                return True
+            self._solo -= 1
+            self._cond.notify_all()
+            return False
+
+    def leave_solo(self) -> None:
+        with self._cond:
+            self._solo -= 1
+            self._solo_active = False
+            self._cond.notify_all()
+
+
 class Refused(PermanentError, MiddlewareError, Retry):
     """A message refused before its handler runs (its shape, payload or job id). A
     `MiddlewareError`, or Dramatiq would swallow it and run the handler; a `Retry` only so
@@ -381,17 +572,21 @@ class _PendingOutcome:
         self.message = message
         self.finish = finish
         self.waiter = tracking.writer.submit_finish(finish)
+        tracking._outcomes.add(self)
 
     def wait(self, timeout: float) -> bool:
         """True once the outcome is durable (or the message was handed back): ack it."""
         try:
-            self.waiter.result(timeout)
-            return True
-        except Exception as exc:
-            log.warning("run.outcome_retry", job_id=self.finish.job_id, error=str(exc))
-        return self.tracking._record(self.broker, self.message, self.finish, deferred=True)
+            try:
+                self.waiter.result(timeout)
+                return True
+            except Exception as exc:
+                log.warning("run.outcome_retry", job_id=self.finish.job_id, error=str(exc))
+            return self.tracking._record(self.broker, self.message, self.finish, deferred=True)
+        finally:
+            self.tracking._outcomes.discard(self)
 
 
-EXPECTED_FAILURES = (PermanentError, AlreadyDone, RetryLater)
+EXPECTED_FAILURES = (PermanentError, AlreadyDone, RetryLater, LeaseLost)
 
 _LEVELS = {"COMPLETED": 20, "FAILED": 30, "DEAD": 40, "CANCELED": 20, "QUEUED": 20}

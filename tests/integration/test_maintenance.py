@@ -96,13 +96,16 @@ def test_a_run_stuck_past_its_time_limit_is_flagged_and_redelivered(runtime, fle
     org = uuid.uuid4()
     sent = ECHO.send(_echo(org, "stuck"))
     wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED")
-    # Pretend a worker took it and vanished long ago: RUNNING, started before its time limit.
+    # Pretend a worker took it and vanished long ago (RUNNING, started before its time limit,
+    # no lease: a run from before leases) and Redis lost its message (its job-id key is gone).
     now = datetime.now(UTC)
     started = now - timedelta(milliseconds=runtime.settings.default_time_limit_ms, minutes=5)
     db.execute(
-        "UPDATE job_runs SET status = 'RUNNING', started_at = %s WHERE job_id = %s",
+        "UPDATE job_runs SET status = 'RUNNING', started_at = %s, lease_until = NULL "
+        "WHERE job_id = %s",
         (started, sent.job_id),
     )
+    runtime.broker.client.delete(dedup_key(runtime.settings.broker_namespace, sent.job_id))
 
     fleet.worker.pause()
     assert maintenance.redeliver_stuck(runtime, now=now) == [sent.job_id]
@@ -110,5 +113,8 @@ def test_a_run_stuck_past_its_time_limit_is_flagged_and_redelivered(runtime, fle
 
     flagged = runs.find(sent.job_id, org_id=org)
     assert flagged is not None and (flagged.status, flagged.error_code) == ("QUEUED", "STUCK")
+    # Claimed through the gate: one message, and a second pass (or recover_lost) adds none
+    assert runtime.broker.client.exists(dedup_key(runtime.settings.broker_namespace, sent.job_id))
+    assert maintenance.recover_lost(runtime, now=now) == []
     fleet.worker.resume()
     wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED")

@@ -82,7 +82,11 @@ def test_two_worker_processes_share_metrics_and_serve_health(
         wait_for(lambda port=port: _completed(port) == JOBS, what=f"{JOBS} COMPLETED on :{port}")
         assert _get(port, "/metrics")[0] == 401  # the token is required
         status, body = _get(port, "/health/ready")
-        assert status == 200 and json.loads(body)["checks"] == {"redis": "ok", "postgres": "ok"}
+        assert status == 200 and json.loads(body)["checks"] == {
+            "redis": "ok",
+            "postgres": "ok",
+            "consumers": "ok",
+        }
         assert _get(port, "/health/live")[0] == 200
 
 

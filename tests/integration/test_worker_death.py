@@ -49,7 +49,9 @@ def test_a_job_of_a_sigkilled_worker_runs_again_on_another_worker_within_15_s(
     assert redelivered_after < REDELIVERY_BUDGET_S
 
     run = wait_run(sent.job_id, "COMPLETED", org_id=org, timeout=10)
-    assert run.attempt == 1  # a crash is not the job's failure: no attempt is charged
+    # The interrupted execution counts as an attempt (a job that kills its worker must end
+    # DEAD, not be redelivered forever), and both executions are on the record.
+    assert (run.attempt, run.executions) == (2, 2)
     assert [line.split()[0] for line in procs.mark_lines()] == ["start", "start", "end"]
     assert second.events("run.finished")[0]["job_id"] == sent.job_id
     # Stock Dramatiq's main process exits when a child dies: the launcher's supervisor restarts it.

@@ -8,6 +8,7 @@ from typing import Any
 
 from scheduler.process import build_scheduler
 from scheduler.upkeep import maintain, run_due_emails, slot
+from shared import maintenance
 from shared.runtime import Runtime
 
 NIL = "00000000-0000-0000-0000-000000000000"
@@ -59,6 +60,7 @@ def test_the_schedule_runs_every_job_alone_at_its_configured_interval(runtime: R
         "lottery-keeper": s.keeper_interval_ms / 1000,
         "email-run-due": s.email_due_interval_s,
         "maintenance": s.maintenance_interval_s,
+        "recovery": maintenance.RECOVERY_INTERVAL_S,
     }
     assert {k: j.trigger.interval.total_seconds() for k, j in jobs.items()} == expected
     assert all(j.max_instances == 1 and j.coalesce for j in jobs.values())

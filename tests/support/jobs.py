@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from typing import Any, Literal
 from uuid import UUID
@@ -95,3 +96,22 @@ def bind(broker: dramatiq.Broker) -> dict[str, BoundJob[Any]]:
 def raw_message(actor: str, *args: Any) -> dramatiq.Message[Any]:
     """A message on `testq` as another producer would write it: no job id, no tracking fields."""
     return dramatiq.Message(queue_name="testq", actor_name=actor, args=args, kwargs={}, options={})
+
+
+class CrashV1(Payload):
+    v: Literal[1] = 1
+    entity_id: UUID
+
+
+#: A job that kills the process running it (a native crash, the OOM killer): worker processes
+#: only.
+CRASH = JobSpec(Contract[CrashV1]("test:crash", (CrashV1,)), queue="testq", entity_type="crash")
+
+
+def bind_crash(broker: dramatiq.Broker) -> Any:
+    @handler(CRASH, broker=broker)
+    def crash(payload: CrashV1, job: JobContext) -> None:
+        mark(f"crash {job.job_id} {job.attempt}")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    return crash
