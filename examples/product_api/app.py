@@ -5,9 +5,10 @@ transaction (the outbox), then answers 202 at once with the job id and where to 
 
 Routes (all under `X-API-Key`, scoped by the key's org): `POST /emails`, `POST /exports`,
 `GET /exports/{id}`, `GET /exports/{id}/download`, `POST /documents` (multipart),
-`GET /documents/{id}`, `GET /documents/search?q=`, `POST /ai/tasks`, `GET /ai/tasks/{id}`, and
-the kernel's job router at `/jobs`. Bad input: 422 with field paths; an unknown or another
-org's id: 404; Redis down on a `direct` send: 503 (nothing saved; the outbox path still accepts).
+`GET /documents/{id}`, `GET /documents/search?q=`, `POST /ai/tasks`, `GET /ai/tasks/{id}`, the
+kernel's job router at `/jobs`; and `/health/live`, `/health/ready` (no key). Bad input: 422
+with field paths; an unknown or another org's id: 404; Redis down on a `direct` send: 503
+(nothing saved; the outbox path still accepts).
 """
 
 # No `from __future__ import annotations`: FastAPI reads the endpoints' annotations, and the
@@ -42,6 +43,7 @@ from .bodies import (
     SearchResults,
     accepted,
 )
+from .health import health_router
 from .settings import Caller, ProductSettings
 
 SessionFactory = Callable[[], Session]
@@ -71,6 +73,7 @@ def create_app(
         job_router(org=org_dependency(caller), admin=admin_dependency(caller), runtime=runtime),
         prefix="/jobs",
     )
+    app.include_router(health_router(runtime))
     _errors(app)
     documents_storage: list[StorageBackend] = [storage] if storage else []
 

@@ -7,7 +7,7 @@ import sys
 
 from ..config import get_settings
 from .app import exec_process, launch
-from .plan import NAMES, lookup
+from .plan import NAMES, PRODUCT_API, lookup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,7 +15,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd")
     run = sub.add_parser("run", help="the whole fleet, supervised (default)")
     run.add_argument(
-        "--only", action="append", default=[], choices=NAMES, help="run only these processes"
+        "--only",
+        action="append",
+        default=[],
+        choices=(*NAMES, PRODUCT_API),
+        help="run only these processes",
     )
     run.add_argument(
         "--var-dir", default=None, help="local state directory (default: $VAR_DIR or var)"

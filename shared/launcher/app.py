@@ -27,7 +27,7 @@ from .embedded import redis as embedded_redis
 from .embedded import smtp as embedded_smtp
 from .metrics_dir import fresh
 from .net import port_free
-from .plan import fleet_plan, lookup
+from .plan import PRODUCT_API, fleet_plan, lookup, product_api_spec
 from .status import table, wait_ready
 from .supervisor import Supervisor
 
@@ -75,7 +75,11 @@ def launch(
     env = dict(os.environ)
     services: list[Service] = []
     try:
-        plan = fleet_plan(settings, only=only)
+        fleet_only = [name for name in only if name != PRODUCT_API]
+        plan = fleet_plan(settings, only=fleet_only) if fleet_only or not only else []
+        api = product_api_spec(settings) if not only or PRODUCT_API in only else None
+        if api is not None:
+            plan.append(api)
         busy = [
             f"{spec.name} {spec.health_port}" for spec in plan if not port_free(spec.health_port)
         ]
@@ -178,6 +182,12 @@ def _print_summary(
     first = supervisor.children[0].spec.health_url if supervisor.children else ""
     token = " (Authorization: Bearer $METRICS_TOKEN)" if settings.metrics_token else ""
     say(f"logs: {var / 'log'}/<process>.log   state: {var / 'run' / 'fleet.json'}")
+    api = next((c.spec for c in supervisor.children if c.spec.name == PRODUCT_API), None)
+    if api is not None:
+        say(
+            f"example product API: {api.health_url}/docs (X-API-Key header; development keys"
+            " in docs/producers.md)"
+        )
     if first:
         say(f"metrics (all processes, aggregated): {first}/metrics{token}")
     say("Ctrl-C stops the fleet")

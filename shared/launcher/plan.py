@@ -6,6 +6,7 @@ row below; the supervisor of `make run` starts every row. So the two cannot drif
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,10 @@ WORKERS: tuple[tuple[str, str], ...] = (
 )
 SCHEDULER = "scheduler"
 NAMES: tuple[str, ...] = (*(name for name, _ in WORKERS), SCHEDULER)
+#: The example product API (`examples/product_api`, the `api` extra): `make run` starts it after
+#: the fleet's processes, on the next port, when it is installed. Not a fleet process (compose,
+#: Kubernetes and `fleet status` know only NAMES).
+PRODUCT_API = "product-api"
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,21 @@ def fleet_plan(settings: Settings, *, only: Sequence[str] = ()) -> list[ProcessS
         )
     )
     return [spec for spec in specs if not only or spec.name in only]
+
+
+def product_api_spec(settings: Settings) -> ProcessSpec | None:
+    """The example product API under uvicorn (`python -m examples.product_api`), or None when
+    it or uvicorn is not installed. Its port answers the API and its /health."""
+    if importlib.util.find_spec("uvicorn") is None:
+        return None
+    try:
+        if importlib.util.find_spec("examples.product_api") is None:
+            return None
+    except ModuleNotFoundError:
+        return None
+    port = settings.health_base_port + len(WORKERS) + 1
+    env = {"PRODUCT_API_HOST": "127.0.0.1", "PRODUCT_API_PORT": str(port)}
+    return ProcessSpec(PRODUCT_API, (sys.executable, "-m", "examples.product_api"), port, env)
 
 
 def lookup(settings: Settings, name: str) -> ProcessSpec:

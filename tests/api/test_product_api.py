@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ import pytest
 
 from shared import outbox
 from shared.config import Settings
+from shared.launcher.plan import PRODUCT_API, WORKERS
 from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.procs import Proc, free_port
@@ -255,6 +258,11 @@ def test_bad_input_is_422_with_field_paths_and_unknown_ids_404(api: Api) -> None
         assert a.get("/jobs/no-such-job").status_code == 404
     with api.client(None) as anonymous:
         assert anonymous.post("/exports", json={"type": "JOB_RUNS"}).status_code == 401
+        ready = anonymous.get("/health/ready")
+        assert ready.status_code == 200 and ready.json()["checks"] == {
+            "redis": "ok",
+            "postgres": "ok",
+        }
 
 
 def test_redis_down_a_direct_send_is_503_and_the_outbox_path_still_accepts(
@@ -277,6 +285,7 @@ def test_redis_down_a_direct_send_is_503_and_the_outbox_path_still_accepts(
                     "variables": {"NAME": "O"},
                 },
             )
+            ready = a.get("/health/ready")
     finally:
         down.proc.close()
 
@@ -284,6 +293,8 @@ def test_redis_down_a_direct_send_is_503_and_the_outbox_path_still_accepts(
     assert direct.json()["code"] == "BROKER_UNAVAILABLE"
     assert "Nothing was saved" in direct.json()["detail"]
     assert staged.status_code == 202, staged.text
+    assert ready.status_code == 503 and ready.json()["checks"]["postgres"] == "ok"
+    assert "ConnectionError" in ready.json()["checks"]["redis"]
     rows = db.execute(
         "SELECT recipient_email FROM scheduled_emails WHERE org_id = %s", (down.org_a,)
     ).fetchall()
@@ -292,3 +303,52 @@ def test_redis_down_a_direct_send_is_503_and_the_outbox_path_still_accepts(
         "SELECT status FROM outbox_events WHERE job_id = %s", (staged.json()["job_id"],)
     ).fetchone()
     assert event == ("PENDING",)
+
+
+def test_the_launcher_supervises_the_api_on_the_port_after_the_fleet(tmp_path: Path) -> None:
+    """`make run` starts the example API as one more supervised process (here alone, with
+    `--only product-api`): ready on `HEALTH_BASE_PORT + workers + 1`, stopped by SIGTERM."""
+    port = free_port()
+    base = port - len(WORKERS) - 1
+    with tempfile.TemporaryDirectory(prefix="jobfleet-launch-") as var:  # see test_launcher.py
+        launcher = Proc(
+            [
+                sys.executable,
+                "-m",
+                "shared.launcher",
+                "run",
+                "--only",
+                PRODUCT_API,
+                "--var-dir",
+                var,
+            ],
+            env={
+                **os.environ,
+                **test_env(),
+                "HEALTH_BASE_PORT": str(base),
+                "PYTHONUNBUFFERED": "1",
+            },
+            log_path=tmp_path / "launcher.log",
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+
+            def ready() -> bool:
+                assert launcher.alive(), launcher.log()[-3000:]
+                try:
+                    return httpx.get(f"{url}/health/ready", timeout=2).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            wait_for(ready, timeout=90, interval=0.3, what="the API ready under the launcher")
+            answer = httpx.post(
+                f"{url}/exports", json={"type": "JOB_RUNS"}, headers={"X-API-Key": "dev-key-org-a"}
+            )
+            assert answer.status_code == 202, answer.text
+            wait_for(lambda: "example product API" in launcher.log(), what="the summary line")
+            assert f"{url}/health/ready" in launcher.log()
+
+            launcher.send_signal(signal.SIGTERM)
+            assert launcher.wait(40) == 0, launcher.log()[-3000:]
+        finally:
+            launcher.close()
