@@ -58,12 +58,10 @@ def preview(
     out: Annotated[Path | None, typer.Option(help="Directory (default: var/mail/preview)")] = None,
 ) -> None:
     """Render TEMPLATE and write the message as .eml and its HTML part as .html."""
-    from email import policy
-
     from shared.config import get_settings
     from shared.errors import PermanentError
 
-    from .message import build_message, message_id_for
+    from .message import build_message, message_id_for, serialize
     from .templates import Templates
     from .wiring import utcnow
 
@@ -72,7 +70,7 @@ def preview(
         rendered = Templates(product_name=settings.email_product_name).render(
             template, lang, _parse_vars(var or [])
         )
-        message, _ = build_message(
+        message, envelope = build_message(
             rendered,
             message_id=message_id_for(f"preview:{uuid.uuid4()}", settings.email_message_id_domain),
             from_header=settings.email_from,
@@ -86,7 +84,7 @@ def preview(
     directory = out or _maildir() / "preview"
     directory.mkdir(parents=True, exist_ok=True)
     eml, html = directory / f"{template}.{lang}.eml", directory / f"{template}.{lang}.html"
-    eml.write_bytes(message.as_bytes(policy=policy.SMTP))
+    eml.write_bytes(serialize(message, envelope))
     html.write_text(rendered.html, encoding="utf-8")
     typer.echo(f"subject: {rendered.subject}\n{eml}\n{html}")
 

@@ -3,6 +3,7 @@ per process on first use (never at import time); tests install their own with `s
 
 from __future__ import annotations
 
+import atexit
 import random
 import threading
 from collections.abc import Callable
@@ -89,6 +90,7 @@ def get_mailer() -> Mailer:
         with _lock:
             if _mailer is None:
                 _mailer = build_mailer(get_runtime())
+                atexit.register(_mailer.close)  # QUIT on the pooled connections
     return _mailer
 
 
