@@ -130,7 +130,11 @@ def test_a_node_down_for_25_s_is_waited_out_without_spending_attempts(
     )
     assert waiting.status == "QUEUED" and "EVM node unavailable" in (waiting.error or "")
     time.sleep(max(0.0, 25 - (time.monotonic() - down_since)))
-    assert all(runs.find(j, org_id=None, runtime=runtime).status == "QUEUED" for j in jobs)
+    # Still waiting (between two tries, or in one): neither failed nor dead.
+    assert {runs.find(j, org_id=None, runtime=runtime).status for j in jobs} <= {
+        "QUEUED",
+        "RUNNING",
+    }
     proxy.up()
     try:
         views = finished(runtime, jobs, timeout=30)

@@ -48,7 +48,7 @@ def play_round(world: World, rt: Runtime, jobs: chain.ChainJobs) -> tuple[int, l
         views = [runs.find(j, org_id=None, runtime=rt) for j in synced.actions]
         return all(v is not None and v.status == "COMPLETED" for v in views)
 
-    wait_for(completed, timeout=40, interval=0.1, what="the round's chain actions")
+    wait_for(completed, timeout=90, interval=0.1, what="the round's chain actions")
     assert world.lottery_call("getRound", round_id)[0][9] is True  # prizeClaimed
     assert world.has_badge(a[1].address, round_id) and world.has_badge(a[2].address, round_id)
     return round_id, synced.actions

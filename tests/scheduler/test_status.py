@@ -54,7 +54,8 @@ def test_chain_status_shows_cursor_lag_last_keeper_action_and_lock_holder(
     drawn = run_once(jobs.keeper, now())
     synced = sync_once(jobs.client, sched_runtime.sessions, jobs.indexer, cancel=lambda j: "")
     devnet.mine(world.client, 4)
-    jobs.keeper.redis.set(jobs.keeper.lock_key, "host-a:42:0badc0de", px=5_000)
+    # Long enough for the `fleet` process to start on a loaded machine.
+    jobs.keeper.redis.set(jobs.keeper.lock_key, "host-a:42:0badc0de", px=60_000)
 
     shown = status(env)
     assert shown["indexer_cursor"] == synced.cursor
