@@ -125,7 +125,7 @@ def test_a_node_down_for_25_s_is_waited_out_without_spending_attempts(
             and v.error_code == "NODE_OUTAGE"
             and v
         ),
-        timeout=20,
+        timeout=60,  # a worker process may take a while to start on a loaded machine
         what="an action waiting for the node",
     )
     assert waiting.status == "QUEUED" and "EVM node unavailable" in (waiting.error or "")
