@@ -174,3 +174,21 @@ def test_a_claim_for_the_operator_wallet_is_refused(world: World, deps: Any) -> 
     assert operator_claim.value.code == "NOT_A_PLAYER_WALLET"
     assert world.lottery_call("paidBy", round_id, operator)[0] == 2 * TICKET  # not refunded
     assert world.nonce(operator) == nonce
+
+
+def test_a_v1_action_is_journaled_under_the_scoped_key_of_the_configured_lottery(
+    world: World, deps: Any, db: Any
+) -> None:
+    """A v1 message (queued before payloads named their chain) keeps its v1 job id; its journal
+    row is the one a v2 message for the same intent would use: one row, one transaction."""
+    player = world.accounts[3].address
+    scoped = action(MINT_BADGE, 4, player, deps=deps)  # projects the ticket too
+    legacy = Action(MINT_BADGE, f"MINT_BADGE-4-{player.lower()}", 4, player)
+    assert perform(legacy, deps)["outcome"] == "confirmed"
+    assert journal_row(db, scoped.job_id)["status"] == "CONFIRMED"
+    assert db.execute(
+        "SELECT count(*) FROM chain_actions WHERE job_id = %s", (legacy.job_id,)
+    ).fetchone() == (0,)
+    again = perform(scoped, deps)  # the v2 message for the same intent: already recorded
+    assert again["outcome"] == "confirmed" and again["recorded"] is True
+    assert world.badge_call("balanceOf", player)[0] == 1
