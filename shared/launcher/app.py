@@ -77,7 +77,13 @@ def launch(
     try:
         fleet_only = [name for name in only if name != PRODUCT_API]
         plan = fleet_plan(settings, only=fleet_only) if fleet_only or not only else []
-        api = product_api_spec(settings) if not only or PRODUCT_API in only else None
+        api = product_api_spec(env) if not only or PRODUCT_API in only else None
+        if api is not None and not port_free(api.health_port) and PRODUCT_API not in only:
+            # An example, not a fleet process: a busy port skips it instead of stopping the fleet.
+            say(
+                f"example product API not started: port {api.health_port} in use (PRODUCT_API_PORT)"
+            )
+            api = None
         if api is not None:
             plan.append(api)
         busy = [

@@ -25,9 +25,9 @@ WORKERS: tuple[tuple[str, str], ...] = (
 )
 SCHEDULER = "scheduler"
 NAMES: tuple[str, ...] = (*(name for name, _ in WORKERS), SCHEDULER)
-#: The example product API (`examples/product_api`, the `api` extra): `make run` starts it after
-#: the fleet's processes, on the next port, when it is installed. Not a fleet process (compose,
-#: Kubernetes and `fleet status` know only NAMES).
+#: The example product API (`examples/product_api`, the `api` and `email` extras): `make run`
+#: starts it after the fleet's processes, on its own port (`PRODUCT_API_PORT`, default 8180), when
+#: it is installed. Not a fleet process (compose, Kubernetes and `fleet status` know only NAMES).
 PRODUCT_API = "product-api"
 
 
@@ -87,19 +87,20 @@ def fleet_plan(settings: Settings, *, only: Sequence[str] = ()) -> list[ProcessS
     return [spec for spec in specs if not only or spec.name in only]
 
 
-def product_api_spec(settings: Settings) -> ProcessSpec | None:
-    """The example product API under uvicorn (`python -m examples.product_api`), or None when
-    it or uvicorn is not installed. Its port answers the API and its /health."""
-    if importlib.util.find_spec("uvicorn") is None:
-        return None
+def product_api_spec(env: Mapping[str, str]) -> ProcessSpec | None:
+    """The example product API under uvicorn (`python -m examples.product_api`), or None when it
+    or its dependencies are not installed. Its port answers the API and its /health."""
+    for module in ("uvicorn", "fastapi", "multipart", "jinja2"):
+        if importlib.util.find_spec(module) is None:
+            return None
     try:
         if importlib.util.find_spec("examples.product_api") is None:
             return None
     except ModuleNotFoundError:
         return None
-    port = settings.health_base_port + len(WORKERS) + 1
-    env = {"PRODUCT_API_HOST": "127.0.0.1", "PRODUCT_API_PORT": str(port)}
-    return ProcessSpec(PRODUCT_API, (sys.executable, "-m", "examples.product_api"), port, env)
+    port = int(env.get("PRODUCT_API_PORT") or 8180)
+    argv = (sys.executable, "-m", "examples.product_api")
+    return ProcessSpec(PRODUCT_API, argv, port, {"PRODUCT_API_PORT": str(port)})
 
 
 def lookup(settings: Settings, name: str) -> ProcessSpec:

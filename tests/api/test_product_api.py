@@ -23,7 +23,7 @@ import pytest
 
 from shared import outbox
 from shared.config import Settings
-from shared.launcher.plan import PRODUCT_API, WORKERS
+from shared.launcher.plan import PRODUCT_API
 from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.procs import Proc, free_port
@@ -305,11 +305,10 @@ def test_redis_down_a_direct_send_is_503_and_the_outbox_path_still_accepts(
     assert event == ("PENDING",)
 
 
-def test_the_launcher_supervises_the_api_on_the_port_after_the_fleet(tmp_path: Path) -> None:
+def test_the_launcher_supervises_the_api_on_its_port(tmp_path: Path) -> None:
     """`make run` starts the example API as one more supervised process (here alone, with
-    `--only product-api`): ready on `HEALTH_BASE_PORT + workers + 1`, stopped by SIGTERM."""
+    `--only product-api`): ready on `PRODUCT_API_PORT`, stopped by SIGTERM."""
     port = free_port()
-    base = port - len(WORKERS) - 1
     with tempfile.TemporaryDirectory(prefix="jobfleet-launch-") as var:  # see test_launcher.py
         launcher = Proc(
             [
@@ -325,7 +324,7 @@ def test_the_launcher_supervises_the_api_on_the_port_after_the_fleet(tmp_path: P
             env={
                 **os.environ,
                 **test_env(),
-                "HEALTH_BASE_PORT": str(base),
+                "PRODUCT_API_PORT": str(port),
                 "PYTHONUNBUFFERED": "1",
             },
             log_path=tmp_path / "launcher.log",
