@@ -29,7 +29,6 @@ Outcomes (issue 3; BlockLucky's sender logged a refusal and reported success, se
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -80,7 +79,9 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
     now = m.clock()
     # Not durable on purpose: a row created from the payload, or marked UNCONFIRMED, that a crash
     # loses is derived again by the redelivery. SENDING and SENT are the writes that must last.
-    with m.pool.connection() as conn:
+    # One round trip for the three queries (pipeline): under load each costs a context switch.
+    with m.pool.connection() as conn, conn.pipeline():
+        bounce = sequences.query_bounce(conn, payload.org_id, payload.recipient_email)
         row = store.load_for_send(conn, payload, now)
         stop = _stop_before_send(
             conn,
@@ -88,7 +89,9 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             payload,
             now,
             m.sending_grace_s,
-            bounce_exempt=m.settings.email_bounce_exempt_templates,
+            bounce=None
+            if payload.template_key in m.settings.email_bounce_exempt_templates
+            else sequences.bounce_of(bounce),
         )
     if stop is not None:
         if stop.error is not None:
@@ -121,7 +124,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
 
     def claim() -> None:
         nonlocal claimed
-        with m.pool.connection() as conn:
+        with m.pool.connection() as conn, conn.pipeline():
             conn.execute("SET LOCAL synchronous_commit TO on")
             if not store.mark_sending(conn, row.id, message_id, m.clock()):
                 raise _LostRace(str(row.id))
@@ -179,7 +182,7 @@ def _stop_before_send(
     now: datetime,
     grace_s: float,
     *,
-    bounce_exempt: Collection[str] = (),
+    bounce: str | None = None,
 ) -> _Stop | None:
     if row is None:
         return _Stop(
@@ -232,11 +235,9 @@ def _stop_before_send(
     if row.sequence_id is not None and not sequences.is_active(conn, row.sequence_id):
         store.mark(conn, row.id, "CANCELED", now, error_code="SEQUENCE_STOPPED")
         return _Stop(result={"status": "CANCELED", "reason": "sequence stopped"})
-    if row.template_key not in bounce_exempt:
-        bounce = sequences.bounce_of(conn, row.org_id, row.recipient_email)
-        if bounce is not None:
-            store.mark(conn, row.id, "CANCELED", now, error_code="RECIPIENT_BOUNCED", error=bounce)
-            return _Stop(result={"status": "SUPPRESSED", "reason": sequences.BOUNCED})
+    if bounce is not None:  # the address hard-bounced (and the template is not exempt)
+        store.mark(conn, row.id, "CANCELED", now, error_code="RECIPIENT_BOUNCED", error=bounce)
+        return _Stop(result={"status": "SUPPRESSED", "reason": sequences.BOUNCED})
     return None
 
 
@@ -338,7 +339,7 @@ def _record_sent(
     delay = 0.2
     for attempt in range(6):
         try:
-            with m.pool.connection() as conn:
+            with m.pool.connection() as conn, conn.pipeline():
                 conn.execute("SET LOCAL synchronous_commit TO on")
                 store.mark_sent(conn, row.id, reply, refused, sent_at)
                 sequences.after_sent(conn, row, sent_at)

@@ -135,14 +135,20 @@ def is_active(conn: psycopg.Connection[Any], sequence_id: UUID) -> bool:
     return row is not None and row[0] == "ACTIVE"
 
 
-def bounce_of(conn: psycopg.Connection[Any], org_id: UUID, email: str) -> str | None:
-    """The bounce that suppressed `email` in the org ("BOUNCED: 550 ..."), None if it did not.
-    Checked before every send, transactional ones included (issue 16)."""
-    row = conn.execute(
+def query_bounce(conn: psycopg.Connection[Any], org_id: UUID, email: str) -> psycopg.Cursor[Any]:
+    """Start looking up the bounce that suppressed `email` in the org (a cursor for
+    `bounce_of`): queued in the caller's pipeline with the row's own queries."""
+    return conn.execute(
         "SELECT detail FROM email_suppressions WHERE org_id = %s AND email = lower(%s)"
         " AND reason = %s",
         (org_id, email, BOUNCED),
-    ).fetchone()
+    )
+
+
+def bounce_of(cursor: psycopg.Cursor[Any]) -> str | None:
+    """ "BOUNCED: 550 ..." when the address hard-bounced, else None. Checked before every send,
+    transactional ones included (issue 16)."""
+    row = cursor.fetchone()
     return None if row is None else f"{BOUNCED}: {row[0] or 'hard bounce'}"
 
 

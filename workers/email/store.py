@@ -141,13 +141,13 @@ def mark_sending(
     conn: psycopg.Connection[Any], email_id: UUID, message_id: str, now: datetime
 ) -> bool:
     """Claim the send; False when another delivery holds it (or it is no longer sendable)."""
-    cur = conn.execute(
+    claimed = conn.execute(
         "UPDATE scheduled_emails SET status = 'SENDING', message_id = %s, sending_at = %s,"
         " attempts = attempts + 1, error_code = NULL, error = NULL, updated_at = %s"
-        " WHERE id = %s AND status = ANY(%s)",
+        " WHERE id = %s AND status = ANY(%s) RETURNING id",
         (message_id, now, now, email_id, list(SENDABLE)),
-    )
-    return cur.rowcount == 1
+    ).fetchone()  # (not rowcount: it is not known before a pipeline's sync)
+    return claimed is not None
 
 
 def mark_sent(
