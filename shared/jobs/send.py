@@ -124,8 +124,9 @@ class Sender:
         except psycopg.Error as exc:
             raise TrackingUnavailable(f"cannot record {job_id}: {exc}") from exc
         self._migrated = True
-        if self.writer.healthy:
-            self.writer.mark_ok()
+        if not self.writer.healthy:  # migrated, but its writes still fail: not recorded
+            raise TrackingUnavailable(f"cannot record {job_id}: {self.writer.last_error}")
+        self.writer.mark_ok()
 
     def flush(self, timeout: float = 10) -> bool:
         """Wait until the QUEUED rows of every send so far are written."""

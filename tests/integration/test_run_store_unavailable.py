@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 from shared.config import Settings
 from shared.db import schema
 from shared.db.migrate import upgrade
-from shared.errors import SchemaNotMigrated
+from shared.errors import SchemaNotMigrated, TrackingUnavailable
 from shared.runtime import Runtime
 from tests.chain.proxy import Proxy
 from tests.support.jobs import ECHO
@@ -171,3 +171,26 @@ def test_while_postgres_is_down_a_worker_stops_fetching_and_resumes_by_itself(
         assert worker.events("consumer.fetch_resumed")
     finally:
         proxy.down()
+
+
+def test_a_missing_table_in_a_migrated_database_still_fails_the_sends_loudly(
+    runtime: Runtime, settings: Settings, bare_url: str
+) -> None:
+    """The schema check is no way around a failing writer: a table dropped by hand after the
+    migrations (alembic_version says all is there) still makes the next sends raise."""
+    upgrade(bare_url)
+    with psycopg.connect(bare_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute("DROP TABLE job_runs CASCADE")
+    producer = Runtime(
+        settings.model_copy(update={"database_url": bare_url}), broker=runtime.broker
+    )
+    try:
+        producer.sender.send(ECHO, _echo())  # enqueued; its QUEUED row then fails
+        wait_for(lambda: not producer.writer.healthy, what="the writer failing")
+        queued = runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq")
+        with pytest.raises(TrackingUnavailable, match="job_runs"):
+            producer.sender.send(ECHO, _echo())
+        assert runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq") == queued
+    finally:
+        producer.writer.close(1)  # its QUEUED row can never be written: don't wait for it
+        producer.pool.close()
