@@ -24,6 +24,7 @@ from .observability import probes
 from .observability.health import HealthServer
 from .observability.logging import configure_logging
 from .observability.metrics import ScrapeCollector
+from .pauses import PauseWatch
 from .runtime import Runtime, set_runtime
 
 
@@ -41,6 +42,7 @@ def health_server(
         return {
             "depth": probes.queue_depths(client, settings, queues),
             "outbox": {"pending": probes.outbox_pending(settings)},
+            "paused": probes.queues_paused(client, settings, queues),
         }
 
     return HealthServer(
@@ -88,6 +90,7 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
     broker.store_watch = RunStoreWatch(
         probes.postgres_check(settings.database_dsn), lambda: writer.failed_at
     )
+    broker.pause_watch = PauseWatch.of(broker.client, settings.broker_namespace)
     services = ProcessServices(
         service=service,
         make_server=lambda: health_server(

@@ -25,6 +25,7 @@ from dramatiq.common import current_millis
 from .config import Settings
 from .consumer import Acker, FleetRedisConsumer, wake_key
 from .db.watch import RunStoreWatch
+from .pauses import PauseWatch
 
 log = structlog.get_logger("jobfleet.broker")
 
@@ -41,6 +42,8 @@ class FleetRedisBroker(RedisBroker):
         self.acker = Acker()
         #: Set by a worker's bootstrap: consumers fetch only while the run store is usable.
         self.store_watch: RunStoreWatch | None = None
+        #: Set by a worker's bootstrap: consumers of a paused queue take nothing (`pauses.py`).
+        self.pause_watch: PauseWatch | None = None
         self._beat_lock = threading.Lock()
         #: `time.monotonic()` at which the last beat that Redis answered was sent (None: never).
         self._last_beat: float | None = None

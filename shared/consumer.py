@@ -47,6 +47,8 @@ ACK_BATCH_MAX = 256
 ACK_BACKLOG_MAX = 1_024
 #: Longest a consumer waits for room in a full backlog before its worker loop checks in again.
 BACKLOG_WAIT_S = 0.1
+#: Longest a consumer of a paused queue waits before it looks again (resume within ~0.5 s).
+PAUSED_WAIT_S = 0.5
 #: Least time between two "fetching paused" log lines of one process.
 BACKLOG_LOG_EVERY_S = 30.0
 #: Longest wait of an idle consumer on its wake list (a fetch follows each wait).
@@ -326,6 +328,18 @@ class FleetRedisConsumer(_RedisConsumer):
                 if watch and not self.queue_name.endswith(".DQ") and not watch.usable():
                     watch.wait(BACKLOG_WAIT_S)
                     return None
+                # An operator paused this queue (`pauses.py`): hand back what was prefetched and
+                # take nothing until it is resumed. Its delay queue keeps moving due messages
+                # into it, where they wait.
+                pauses = self.broker.pause_watch
+                if (
+                    pauses
+                    and not self.queue_name.endswith(".DQ")
+                    and pauses.paused(self.queue_name)
+                ):
+                    self._hand_back_prefetched("paused")
+                    pauses.wait(PAUSED_WAIT_S)
+                    return None
                 try:
                     redis_id, data = self.message_cache.pop(0)
                     if data is None:
@@ -361,6 +375,10 @@ class FleetRedisConsumer(_RedisConsumer):
         """Hand back the messages fetched but never given to a worker thread: Dramatiq leaves
         them in this worker's unacknowledged set, where they wait for the heartbeat
         maintenance to declare the worker dead (~5 s) before anyone else can run them."""
+        self._hand_back_prefetched("closing")
+        super().close()
+
+    def _hand_back_prefetched(self, why: str) -> None:
         # The ids come from the fetch, not from the data: nothing is decoded here (a message
         # that cannot be decoded must not stop this from returning the others).
         ids = [redis_id for redis_id, data in self.message_cache if data is not None]
@@ -368,10 +386,11 @@ class FleetRedisConsumer(_RedisConsumer):
         if ids:
             try:
                 self.broker.do_requeue(self.queue_name, *ids)
-                log.info("consumer.prefetch_returned", queue=self.queue_name, messages=len(ids))
+                log.info(
+                    "consumer.prefetch_returned", queue=self.queue_name, messages=len(ids), why=why
+                )
             except redis.ConnectionError as exc:  # the heartbeat maintenance will return them
                 log.warning("consumer.prefetch_not_returned", messages=len(ids), error=str(exc))
-        super().close()
 
     def _decode(self, redis_id: str, data: bytes) -> Message[Any] | None:
         """The message, or None when `data` is no Dramatiq message: then it is recorded as a

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from . import contracts, demo, dlq, jobs, outbox, output, status
+from . import contracts, demo, dlq, jobs, outbox, output, queues, status
 from .lazy import register
 from .settings import config
 
@@ -146,6 +146,7 @@ def _adopt_local_fleet() -> None:
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(dlq.app, name="dlq")
 app.add_typer(outbox.app, name="outbox")
+app.add_typer(queues.app, name="queues")
 app.add_typer(contracts.app, name="contracts")
 
 db_app = typer.Typer(help="Database schema: apply migrations.", no_args_is_help=True)

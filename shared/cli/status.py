@@ -50,14 +50,19 @@ def queues(settings: Settings) -> Section:
 
     from shared.jobs import catalog
     from shared.observability.probes import queue_depths
+    from shared.pauses import paused_queues
 
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
     try:
         depth = queue_depths(client, settings, catalog.QUEUES)
+        paused = paused_queues(client, settings.broker_namespace)
     finally:
         client.close()
     return {
-        q: {state: int(depth[(q, state)]) for state in ("ready", "delayed", "dead")}
+        q: {
+            **{state: int(depth[(q, state)]) for state in ("ready", "delayed", "dead")},
+            "paused": paused[q].as_dict() if q in paused else None,
+        }
         for q in catalog.QUEUES
     }
 
@@ -245,14 +250,20 @@ def render(report: dict[str, Section]) -> None:
 
     q = report["queues"]
     table = Table(title="queues", header_style="bold")
-    for name in ("queue", "ready", "delayed", "dead"):
-        table.add_column(name, justify="left" if name == "queue" else "right")
+    for name in ("queue", "ready", "delayed", "dead", "state"):
+        table.add_column(name, justify="right" if name in ("ready", "delayed", "dead") else "left")
     if "error" in q:
         out.print(f"[red]queues: {cell(q['error'])}[/red]")
     else:
         for queue, d in q.items():
             dead = f"[red]{d['dead']}[/red]" if d["dead"] else "0"
-            table.add_row(queue, str(d["ready"]), str(d["delayed"]), dead)
+            pause = d.get("paused")
+            state = (
+                f"[yellow]PAUSED by {cell(pause['by'])}: {cell(pause['reason'])}[/yellow]"
+                if pause
+                else "running"
+            )
+            table.add_row(queue, str(d["ready"]), str(d["delayed"]), dead, state)
         out.print(table)
 
     w = report["workers"]

@@ -107,6 +107,14 @@ class Tracking(Middleware):
 
     def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
         info = message_info(message)
+        pauses = getattr(broker, "pause_watch", None)
+        if pauses is not None and pauses.paused(message.queue_name):
+            # Its queue was paused after the consumer handed it to this worker (`pauses.py`):
+            # hand it back untouched, not started, not an attempt.
+            log.info("run.paused", job_id=info.job_id, queue=message.queue_name)
+            if not self._requeue(broker, message, PAUSED_REQUEUE_MS, attempt=None):
+                raise TrackingDown("could not hand back a message of a paused queue")
+            raise SkipMessage(info.job_id)
         spec = None
         if info.job_name in broker.actors:
             spec = broker.get_actor(info.job_name).options.get("job_spec")
@@ -435,6 +443,8 @@ class Tracking(Middleware):
             return False
 
 
+#: A message of a paused queue goes back through the delay queue, into the (paused) queue.
+PAUSED_REQUEUE_MS = 500
 #: Longest a taken-over run waits for this process's other runs to finish before it runs alone.
 SOLO_WAIT_S = 10.0
 #: Then it is deferred for this long.

@@ -76,7 +76,12 @@ class ScrapeCollector(Collector):
         outbox = GaugeMetricFamily("jobfleet_outbox_pending", "Outbox events not yet published")
         for _, value in values.get("outbox", {}).items():
             outbox.add_metric([], value)
-        return [depth, outbox]
+        paused = GaugeMetricFamily(
+            "jobfleet_queue_paused", "1 while an operator has paused the queue", labels=["queue"]
+        )
+        for (queue,), value in values.get("paused", {}).items():
+            paused.add_metric([queue], value)
+        return [depth, outbox, paused]
 
 
 def render(extra: Collector | None = None) -> bytes:

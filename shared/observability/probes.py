@@ -53,6 +53,16 @@ def queue_depths(
     return depth
 
 
+def queues_paused(
+    client: redis.Redis, settings: Settings, queues: Iterable[str]
+) -> dict[tuple[str], float]:
+    """1.0 for each queue an operator paused (`shared/pauses.py`), else 0.0."""
+    from ..pauses import paused_key
+
+    paused = {k.decode() for k in client.hkeys(paused_key(settings.broker_namespace))}  # type: ignore[union-attr]
+    return {(q,): float(q in paused) for q in queues}
+
+
 def outbox_pending(settings: Settings) -> float:
     with psycopg.connect(settings.database_dsn, connect_timeout=2) as conn:
         row = conn.execute("SELECT count(*) FROM outbox_events WHERE status = 'PENDING'").fetchone()

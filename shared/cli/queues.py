@@ -1,0 +1,106 @@
+"""`fleet queues`: pause a queue fleet-wide during an incident, resume it, see what is paused."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from . import output
+from .jobs import JsonOption
+from .params import default_operator
+
+app = typer.Typer(
+    help="Queues: pause (consumers stop taking messages; sends still accepted), resume, status.",
+    no_args_is_help=True,
+)
+
+QueueArg = Annotated[str, typer.Argument(help="The queue (e.g. email, doc, chain-actions).")]
+ByOption = Annotated[
+    str | None, typer.Option("--by", help="Operator recorded in the audit (default: $USER@host).")
+]
+
+
+@app.command("pause")
+def pause(
+    queue: QueueArg,
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (kept in the audit).")],
+    by: ByOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Stop every worker process from taking messages of QUEUE, within a second. Running jobs
+    finish; what workers had taken but not started is handed back (not an attempt); sends keep
+    being accepted. The pause is kept in Redis: restarts do not lift it."""
+    from shared import pauses
+    from shared.runtime import get_runtime
+
+    info, changed = pauses.pause(get_runtime(), queue, by=by or default_operator(), reason=reason)
+    if as_json:
+        output.print_json({**info.as_dict(), "changed": changed})
+        return
+    if changed:
+        output.note(
+            f"paused {queue} (by {info.by}: {info.reason}); `fleet queues resume {queue}` lifts it"
+        )
+    else:
+        output.note(
+            f"{queue} was already paused by {info.by} at {info.at:%Y-%m-%d %H:%M:%S} UTC: {info.reason}"
+        )
+
+
+@app.command("resume")
+def resume(
+    queue: QueueArg,
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (kept in the audit).")] = "",
+    by: ByOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Let workers take messages of QUEUE again (within a second)."""
+    from shared import pauses
+    from shared.runtime import get_runtime
+
+    ended = pauses.resume(get_runtime(), queue, by=by or default_operator(), reason=reason)
+    if as_json:
+        output.print_json(
+            {
+                "queue": queue,
+                "resumed": ended is not None,
+                "pause": ended.as_dict() if ended else None,
+            }
+        )
+        return
+    output.note(f"resumed {queue}" if ended else f"{queue} was not paused")
+
+
+@app.command("status")
+def status(as_json: JsonOption = False) -> None:
+    """Every queue: paused or not (who, since when, why), and the last pause/resume actions."""
+    from shared import pauses
+    from shared.jobs import catalog
+    from shared.runtime import get_runtime
+
+    rt = get_runtime()
+    paused = pauses.paused_queues(pauses.redis_client(rt), rt.settings.broker_namespace)
+    rows = [
+        {
+            "queue": q,
+            "state": "PAUSED" if q in paused else "running",
+            **(
+                {k: v for k, v in paused[q].as_dict().items() if k != "queue"}
+                if q in paused
+                else {}
+            ),
+        }
+        for q in sorted(set(catalog.QUEUES) | set(paused))
+    ]
+    if as_json:
+        output.print_json({"queues": rows, "audit": pauses.history(rt, limit=20)})
+        return
+    output.print_table(
+        ["queue", "state", "by", "since", "reason"],
+        [
+            [r["queue"], r["state"], r.get("by", ""), r.get("at", ""), r.get("reason", "")]
+            for r in rows
+        ],
+        fold=["reason"],
+    )
