@@ -2,10 +2,11 @@
 
 It sends, as a demo tenant (a new org id each run): a welcome sequence and a sign-in code
 (email), embeddings and a summary (ai), an accounting export of 50,000 rows (export), a
-born-digital and a scanned invoice (doc), and a lottery round with three players through draw,
-badges and prize claim (scheduler + chain-actions). Then it shows a live table of the runs by
-queue and status until every run settles and every scenario reached its result, and says where
-to look at each result. Exit code 0 when every run completed, 1 otherwise.
+born-digital and a scanned invoice (doc), a lottery round with three players through draw,
+badges and prize claim (scheduler + chain-actions), and, like a frontend, an export and an email
+over HTTP through the example product API when it runs (`demo_api.py`). Then it shows a live
+table of the runs by queue and status until every run settles and every scenario reached its
+result, and says where to look at each result. Exit code 0 when every run completed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import typer
 
 from shared.runtime import Runtime
 
+from .demo_api import ProductApi
 from .demo_chain import Lottery
 from .demo_documents import Documents
 from .demo_workload import Ai, Emails, Export, Scenario
@@ -35,6 +37,7 @@ def scenarios(org: uuid.UUID, *, small: bool) -> list[Scenario]:
         Export(org, rows=2_000 if small else 50_000),
         Documents(org),
         Lottery(),
+        ProductApi(),
     ]
 
 

@@ -7,6 +7,7 @@ row below; the supervisor of `make run` starts every row. So the two cannot drif
 from __future__ import annotations
 
 import importlib.util
+import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -87,20 +88,33 @@ def fleet_plan(settings: Settings, *, only: Sequence[str] = ()) -> list[ProcessS
     return [spec for spec in specs if not only or spec.name in only]
 
 
+def _product_api_root() -> str | None:
+    """Where the child finds `examples.product_api`: "" (as installed), the checkout's root
+    (only the source tree has it: an editable install made before it existed), or None."""
+    try:
+        if importlib.util.find_spec("examples.product_api") is not None:
+            return ""
+    except ModuleNotFoundError:
+        pass
+    root = Path(__file__).resolve().parents[2]
+    return str(root) if (root / "examples" / "product_api" / "__init__.py").is_file() else None
+
+
 def product_api_spec(env: Mapping[str, str]) -> ProcessSpec | None:
     """The example product API under uvicorn (`python -m examples.product_api`), or None when it
     or its dependencies are not installed. Its port answers the API and its /health."""
     for module in ("uvicorn", "fastapi", "multipart", "jinja2"):
         if importlib.util.find_spec(module) is None:
             return None
-    try:
-        if importlib.util.find_spec("examples.product_api") is None:
-            return None
-    except ModuleNotFoundError:
+    root = _product_api_root()
+    if root is None:
         return None
     port = int(env.get("PRODUCT_API_PORT") or 8180)
+    spec_env = {"PRODUCT_API_PORT": str(port)}
+    if root:
+        spec_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     argv = (sys.executable, "-m", "examples.product_api")
-    return ProcessSpec(PRODUCT_API, argv, port, {"PRODUCT_API_PORT": str(port)})
+    return ProcessSpec(PRODUCT_API, argv, port, spec_env)
 
 
 def lookup(settings: Settings, name: str) -> ProcessSpec:

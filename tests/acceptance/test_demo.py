@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from shared.jobs import catalog
+from shared.launcher.plan import NAMES, PRODUCT_API
 from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.wait import wait_for
@@ -57,7 +58,7 @@ def fake_ai() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def fleet_env(runtime: Runtime, tmp_path: Path, fake_ai: FakeOpenAI) -> dict[str, str]:
-    base = free_block(8)
+    base = free_block(9)
     ns = test_env()["BROKER_NAMESPACE"]
     env = {
         **os.environ,
@@ -66,6 +67,9 @@ def fleet_env(runtime: Runtime, tmp_path: Path, fake_ai: FakeOpenAI) -> dict[str
         "HEALTH_BASE_PORT": str(base),
         "SMTP_PORT": str(base + 6),
         "CHAIN_RPC_URL": f"http://127.0.0.1:{base + 7}",
+        # The example product API (make run starts it; the demo sends through it over HTTP).
+        "PRODUCT_API_PORT": str(base + 8),
+        "PRODUCT_API_URL": f"http://127.0.0.1:{base + 8}",
         "KEEPER_LOCK_KEY": f"{ns}:chain:keeper-lock",
         # Brisker periodic jobs than production's, so that the round ends within the test.
         "KEEPER_INTERVAL_MS": "1000",
@@ -122,7 +126,9 @@ def test_make_run_then_demo_settles_every_job_completed_and_sigterm_exits_0(
         assert db.execute(
             "SELECT count(*) FROM ai_tasks WHERE status = 'SUCCEEDED'"
         ).fetchone() == (2,)
-        assert len(list((Path(fleet_env["VAR_DIR"]) / "mail").glob("*.eml"))) == 3
+        # 2 welcome-sequence steps and a sign-in code, and the sign-in code sent over HTTP.
+        assert len(list((Path(fleet_env["VAR_DIR"]) / "mail").glob("*.eml"))) == 4
+        assert "over HTTP (http://127.0.0.1:" in demo.stdout and "signed link" in demo.stdout, shown
 
         status = subprocess.run(
             [FLEET, "status", "--json", "--var-dir", fleet_env["VAR_DIR"]],
@@ -130,7 +136,8 @@ def test_make_run_then_demo_settles_every_job_completed_and_sigterm_exits_0(
         )  # fmt: skip
         assert status.returncode == 0, status.stderr
         report = json.loads(status.stdout)
-        assert [p["state"] for p in report["workers"]["processes"]] == ["ready"] * 6
+        states = {p["name"]: p["state"] for p in report["workers"]["processes"]}
+        assert states == {name: "ready" for name in (*NAMES, PRODUCT_API)}  # + the example API
         assert report["workers"]["heartbeats"]["alive"] >= 5
         assert report["outbox"]["pending"] == 0
         assert report["scheduler"]["runs"]["lottery-keeper"]["ok"] >= 1
