@@ -94,3 +94,17 @@ class Problem(BaseModel):
 
     code: str
     detail: str
+
+
+class QueueState(BaseModel):
+    """A queue as operators see it: paused (by whom, since when, why) or running."""
+
+    queue: str
+    paused: bool
+    by: str | None = None
+    reason: str | None = None
+    since: datetime | None = None
+
+
+class PauseRequest(BaseModel):
+    reason: str = Field(min_length=1, max_length=1000, description="Why (kept in the audit)")

@@ -31,7 +31,7 @@ def document() -> dict[str, Any]:
     from .router import job_router
 
     app = FastAPI(title="jobfleet job-status API", version="1")
-    app.include_router(job_router(org=_org, admin=_admin), prefix="/jobs")
+    app.include_router(job_router(org=_org, admin=_admin, operator=_admin), prefix="/jobs")
     return app.openapi()
 
 

@@ -19,17 +19,28 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from .. import dlq
+from .. import dlq, pauses
 from ..errors import BrokerUnavailable, FleetError, InvalidState, RunNotFound, TrackingUnavailable
-from ..jobs import runs
+from ..jobs import catalog, runs
 from ..jobs.runs import RunView
 from ..observability.logging import redact
 from ..runtime import Runtime, get_runtime
 from . import events, queries
-from .models import CancelResult, JobPage, JobStatus, JobView, Problem, Progress, ReplayResult
+from .models import (
+    CancelResult,
+    JobPage,
+    JobStatus,
+    JobView,
+    PauseRequest,
+    Problem,
+    Progress,
+    QueueState,
+    ReplayResult,
+)
 
 STATUS_OF: dict[type[FleetError], int] = {
     RunNotFound: 404,
+    pauses.UnknownQueue: 404,
     InvalidState: 409,
     BrokerUnavailable: 503,
     TrackingUnavailable: 503,
@@ -78,12 +89,53 @@ def job_router(
     *,
     org: Callable[..., UUID],
     admin: Callable[..., str] | None = None,
+    operator: Callable[..., str] | None = None,
     runtime: Callable[[], Runtime] = get_runtime,
     poll_interval_s: float = 0.5,
 ) -> APIRouter:
     Org = Annotated[UUID, Depends(org)]
     Rt = Annotated[Runtime, Depends(runtime)]
     router = APIRouter(tags=["jobs"])
+
+    if operator is not None:
+        # Fleet-wide actions, for the fleet's operators (not a tenant's admins): the product's
+        # `operator` dependency authorizes them and names the caller for the audit.
+        Operator = Annotated[str, Depends(operator)]
+
+        @router.get("/queues", response_model=list[QueueState], summary="Queues, paused or not")
+        def list_queues(rt: Rt, _: Operator) -> list[QueueState]:
+            paused = pauses.paused_queues(pauses.redis_client(rt), rt.settings.broker_namespace)
+            return [
+                _queue_state(q, paused.get(q)) for q in sorted(set(catalog.QUEUES) | set(paused))
+            ]
+
+        @router.post(
+            "/queues/{queue}/pause",
+            response_model=QueueState,
+            responses={404: {"model": Problem}},
+            summary="Pause a queue fleet-wide (audited)",
+        )
+        def pause_queue(
+            queue: str, body: PauseRequest, rt: Rt, who: Operator
+        ) -> QueueState | JSONResponse:
+            try:
+                info, _changed = pauses.pause(rt, queue, by=who, reason=body.reason)
+            except FleetError as exc:
+                return problem(exc)
+            return _queue_state(queue, info)
+
+        @router.post(
+            "/queues/{queue}/resume",
+            response_model=QueueState,
+            responses={404: {"model": Problem}},
+            summary="Resume a paused queue (audited)",
+        )
+        def resume_queue(queue: str, rt: Rt, who: Operator) -> QueueState | JSONResponse:
+            try:
+                pauses.resume(rt, queue, by=who)
+            except FleetError as exc:
+                return problem(exc)
+            return _queue_state(queue, None)
 
     if admin is not None:
         Admin = Annotated[str, Depends(admin)]
@@ -189,3 +241,9 @@ def _page(
             Problem(code="BAD_CURSOR", detail=str(exc)).model_dump(), status_code=400
         )
     return JobPage(items=[view(run) for run in found], next_cursor=next_cursor)
+
+
+def _queue_state(queue: str, pause: pauses.QueuePause | None) -> QueueState:
+    if pause is None:
+        return QueueState(queue=queue, paused=False)
+    return QueueState(queue=queue, paused=True, by=pause.by, reason=pause.reason, since=pause.at)

@@ -28,11 +28,21 @@ def caller_admin(x_admin: Annotated[str | None, Header()] = None) -> str:
     return x_admin
 
 
+def caller_operator(x_operator: Annotated[str | None, Header()] = None) -> str:
+    if not x_operator:
+        raise HTTPException(403, "fleet operators only")
+    return x_operator
+
+
 def make_app(runtime: Runtime) -> FastAPI:
     app = FastAPI()
     app.include_router(
         job_router(
-            org=caller_org, admin=caller_admin, runtime=lambda: runtime, poll_interval_s=0.05
+            org=caller_org,
+            admin=caller_admin,
+            operator=caller_operator,
+            runtime=lambda: runtime,
+            poll_interval_s=0.05,
         ),
         prefix="/jobs",
     )
@@ -194,3 +204,24 @@ def test_dead_jobs_are_listed_and_replayed_by_an_admin_with_an_audit(
         ).status_code
         == 409
     )
+
+
+def test_fleet_operators_pause_and_resume_a_queue_through_the_api(
+    api: TestClient, runtime: Runtime
+) -> None:
+    ops = {"X-Operator": "ops@example.com"}
+    assert api.post("/jobs/queues/email/pause", json={"reason": "x"}).status_code == 403
+    assert api.post("/jobs/queues/email/pause", json={"reason": ""}, headers=ops).status_code == 422
+
+    paused = api.post("/jobs/queues/email/pause", json={"reason": "provider ban"}, headers=ops)
+
+    assert paused.status_code == 200
+    assert (paused.json()["paused"], paused.json()["by"]) == (True, "ops@example.com")
+    states = {q["queue"]: q for q in api.get("/jobs/queues", headers=ops).json()}
+    assert states["email"]["reason"] == "provider ban" and states["doc"]["paused"] is False
+    assert api.post("/jobs/queues/nope/pause", json={"reason": "x"}, headers=ops).status_code == 404
+    resumed = api.post("/jobs/queues/email/resume", headers=ops)
+    assert resumed.json()["paused"] is False
+    from shared import pauses
+
+    assert [a["actor"] for a in pauses.history(runtime, target="email")] == ["ops@example.com"] * 2

@@ -35,6 +35,9 @@ def test_every_route_answers_a_typed_model() -> None:
         ("GET", "/jobs/{job_id}/events"),
         ("GET", "/jobs/dead-letters"),
         ("POST", "/jobs/dead-letters/{job_id}/replay"),
+        ("GET", "/jobs/queues"),
+        ("POST", "/jobs/queues/{queue}/pause"),
+        ("POST", "/jobs/queues/{queue}/resume"),
     }
     schemas = doc["components"]["schemas"]
     assert {"JobView", "JobPage", "CancelResult", "ReplayResult", "Problem"} <= set(schemas)
