@@ -286,6 +286,7 @@ class RunWriter:
         self.lease_s = 5.0
         self._owner = ""
         self._owner_pid = -1
+        self._owner_lock = threading.Lock()
 
     @property
     def healthy(self) -> bool:
@@ -323,8 +324,10 @@ class RunWriter:
         """This process's name on the leases it holds (`host:pid:random`, made after a fork)."""
         pid = os.getpid()
         if self._owner_pid != pid:
-            self._owner = f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}"
-            self._owner_pid = pid
+            with self._owner_lock:  # one name per process, whichever thread asks first
+                if self._owner_pid != pid:
+                    self._owner = f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}"
+                    self._owner_pid = pid
         return self._owner
 
     def takeover(

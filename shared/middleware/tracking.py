@@ -65,8 +65,12 @@ class Tracking(Middleware):
         self.gate = SoloGate()
         #: Terminal outcomes handed to the durable lane and not yet acknowledged.
         self._outcomes: set[_PendingOutcome] = set()
-        #: Runs this process is executing (job id -> context): their leases are renewed.
+        #: Runs this process is executing (job id -> context): their leases are renewed, until
+        #: their outcome is durable (a lease that ran out meanwhile would let a redelivery
+        #: take the run over while its COMPLETED row is on its way).
         self._running: dict[str, JobContext] = {}
+        #: Of those, the ones whose handler is done (their outcome on its way).
+        self._settling: set[str] = set()
         self._stop = threading.Event()
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
@@ -91,6 +95,8 @@ class Tracking(Middleware):
                 log.warning("run.lease_not_renewed", runs=len(running), error=str(exc)[:200])
                 continue
             for job_id, ctx in running.items():
+                if job_id in self._settling:
+                    continue  # finished: its outcome is on its way (or written already)
                 if job_id not in held and self._running.get(job_id) is ctx:
                     ctx.lease_lost = True
                     log.warning("run.lease_lost", job_id=job_id)
@@ -227,6 +233,12 @@ class Tracking(Middleware):
             self._defer(broker, message, info, taken.remaining_s)
         return taken
 
+    def forget(self, ctx: JobContext) -> None:
+        """Stop renewing the lease of a run whose outcome is recorded."""
+        if self._running.get(ctx.job_id) is ctx:
+            self._running.pop(ctx.job_id, None)
+            self._settling.discard(ctx.job_id)
+
     def _defer(
         self, broker: dramatiq.Broker, message: Any, info: MessageInfo, delay_s: float
     ) -> NoReturn:
@@ -240,7 +252,10 @@ class Tracking(Middleware):
         """Leave the process's gate (shared or solo) and the set of runs in flight."""
         ctx: JobContext | None = getattr(message, "fleet_ctx", None)
         if ctx is not None and self._running.get(ctx.job_id) is ctx:
-            self._running.pop(ctx.job_id, None)
+            if getattr(message, "fleet_durable", None) is not None:
+                self._settling.add(ctx.job_id)  # renewed until `_PendingOutcome.wait` returns
+            else:
+                self.forget(ctx)
         held = getattr(message, "fleet_gate", None)
         message.fleet_gate = None
         if held == "shared":
@@ -595,6 +610,9 @@ class _PendingOutcome:
             return self.tracking._record(self.broker, self.message, self.finish, deferred=True)
         finally:
             self.tracking._outcomes.discard(self)
+            ctx = getattr(self.message, "fleet_ctx", None)
+            if ctx is not None:
+                self.tracking.forget(ctx)
 
 
 EXPECTED_FAILURES = (PermanentError, AlreadyDone, RetryLater, LeaseLost)
