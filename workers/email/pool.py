@@ -23,6 +23,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -78,7 +79,10 @@ class SmtpPool:
         """One transaction on a pooled connection (same contract as a fresh connection).
         Two hops to the pool's loop (before and after `before_data`): each hop waits for the
         GIL twice, which costs more than the SMTP round trips under load."""
-        lease, refused = self._run(self._start(config, envelope))
+        lease, refused = self._run(
+            self._start(config, envelope),
+            abandon=lambda r: self._checkin(config, r[0].client, False),
+        )
         try:
             before_data()
         except BaseException:
@@ -100,8 +104,32 @@ class SmtpPool:
         self._thread.join(10)
         self._loop.close()
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+    def _run(
+        self,
+        coro: Coroutine[Any, Any, T],
+        *,
+        abandon: Callable[[T], Coroutine[Any, Any, None]] | None = None,
+    ) -> T:
+        """Run `coro` on the pool's loop and wait. Interrupted while waiting (dramatiq's time
+        limit raises in this thread, but only once `result()` has returned: a lock wait is not
+        interrupted), a phase that still runs is cancelled (each phase returns its connection
+        when cancelled), and one that succeeded hands its result to `abandon`."""
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            if abandon is not None:
+                future.add_done_callback(lambda f: self._abandon(f, abandon))
+            future.cancel()
+            raise
+
+    def _abandon(
+        self, future: Future[T], abandon: Callable[[T], Coroutine[Any, Any, None]]
+    ) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        result = future.result()
+        self._loop.call_soon_threadsafe(lambda: self._loop.create_task(abandon(result)))
 
     # -- on the pool's loop ----------------------------------------------------------------
 
@@ -152,7 +180,11 @@ class SmtpPool:
 
     async def _abort(self, config: SmtpConfig, lease: _Lease) -> None:
         """`before_data` refused to go on: RSET the open transaction, keep the connection."""
-        await self._checkin(config, lease.client, await smtp.reset(lease.client))
+        keep = False
+        try:
+            keep = await smtp.reset(lease.client)
+        finally:
+            await self._checkin(config, lease.client, keep)
 
     async def _finish(self, config: SmtpConfig, lease: _Lease, content: bytes) -> str:
         """DATA, then the connection back: kept after any reply, closed after an I/O error."""

@@ -4,10 +4,19 @@ a server that goes away)."""
 
 from __future__ import annotations
 
+import ctypes
+import threading
+import time
+import uuid
+
+import pytest
+
 from shared.jobs import catalog
 from tests.support.wait import wait_for
 from tests.workers.email.conftest import SmtpServer, free_port
 from tests.workers.email.helpers import row, schedule, unique, wait_row, wait_run
+from workers.email.pool import SmtpPool
+from workers.email.smtp import SmtpConfig
 
 
 def _send_all(db, addresses, **fields):  # type: ignore[no-untyped-def]
@@ -81,3 +90,74 @@ def test_a_pooled_connection_the_server_closed_is_replaced_without_a_deferral(
         assert len(server.messages(sent["message_id"])) == 1
     finally:
         server.stop()
+
+
+def _pool_send(pool, config, to: str, before_data=lambda: None):  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    from workers.email.message import build_message, serialize
+    from workers.email.templates import Rendered
+
+    message, envelope = build_message(
+        Rendered(subject="Hi", text="text", html="<p>html</p>"),
+        message_id=f"<{uuid.uuid4().hex}@test.jobfleet>",
+        from_header="jobfleet <no-reply@test.jobfleet>",
+        to=to,
+        date=datetime.now(UTC),
+        lang="en",
+    )
+    return pool.send(config, serialize(message, envelope), envelope, before_data=before_data)
+
+
+def test_a_claim_that_fails_before_data_returns_the_connection_after_rset(smtp_server) -> None:
+    pool = SmtpPool(per_host=1)
+    config = SmtpConfig(host="127.0.0.1", port=smtp_server.port, timeout_s=5)
+    try:
+
+        def lost_race() -> None:
+            raise RuntimeError("claimed by another delivery")
+
+        with pytest.raises(RuntimeError):
+            _pool_send(pool, config, unique("raced"), before_data=lost_race)
+        accepted = _pool_send(pool, config, unique("next"))
+
+        assert accepted.reply.startswith("250") and pool.stats() == {"opened": 1, "idle": 1}
+    finally:
+        pool.close()
+
+
+def test_a_worker_thread_interrupted_while_waiting_for_a_connection_leaks_no_slot(
+    smtp_server,
+) -> None:
+    # Given a one-connection pool busy with a slow email, and a second email waiting for it
+    pool = SmtpPool(per_host=1)
+    config = SmtpConfig(host="127.0.0.1", port=smtp_server.port, timeout_s=2)
+    outcomes: dict[str, BaseException] = {}
+
+    def send(name: str) -> None:
+        try:
+            _pool_send(pool, config, unique(name))
+        except BaseException as exc:
+            outcomes[name] = exc
+
+    slow = threading.Thread(target=send, args=("slow",))
+    waiting = threading.Thread(target=send, args=("waiting",))
+    slow.start()
+    wait_for(lambda: pool.stats()["opened"] == 1, what="the slow send connected")
+    waiting.start()
+    try:
+        time.sleep(0.3)
+        # When a time limit interrupts the waiting thread (how dramatiq's TimeLimit does it:
+        # the exception surfaces once the connection is handed over)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(waiting.ident or 0), ctypes.py_object(TimeoutError)
+        )
+        slow.join(15)
+        waiting.join(15)
+        assert isinstance(outcomes.get("waiting"), TimeoutError)
+        # Then the connection it was handed goes back: the next email gets it
+        assert _pool_send(pool, config, unique("next")).reply.startswith("250")
+    finally:
+        slow.join(15)
+        waiting.join(15)
+        pool.close()
