@@ -185,8 +185,12 @@ def _formatted(addr: str, name: str | None = None) -> str:
     return formataddr((name or "", f"{local}@{domain}"), charset="utf-8")
 
 
+#: RFC 5322 §2.1.1: a line of a message is at most 998 characters; 7bit only below this.
+SEVEN_BIT_MAX_LINE = 900
+
+
 def _text_part(text: str, subtype: str) -> MIMEText:
-    if text.isascii():
+    if text.isascii() and all(len(line) <= SEVEN_BIT_MAX_LINE for line in text.splitlines()):
         return MIMEText(text, subtype, "us-ascii")
     utf8 = Charset("utf-8")
     utf8.body_encoding = QP  # readable, and no longer than base64 for mostly-Latin text

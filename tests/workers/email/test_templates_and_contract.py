@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from email import policy
+from email.parser import BytesParser
 
 import pytest
 from typer.testing import CliRunner
@@ -138,3 +140,25 @@ def test_cli_inbox_lists_what_the_sink_stored(tmp_path) -> None:
     assert (
         result.exit_code == 0 and "Hello inbox" in result.output and "1 message(s)" in result.output
     )
+
+
+@pytest.mark.parametrize("body", ["a" * 2_000, "é" + "a" * 2_000])
+def test_no_line_of_a_message_exceeds_998_characters(body: str) -> None:
+    from datetime import UTC, datetime
+
+    from workers.email.message import build_message, serialize
+    from workers.email.templates import Rendered
+
+    message, envelope = build_message(
+        Rendered(subject="Long", text=body, html=f"<p>{body}</p>"),
+        message_id="<long@test.jobfleet>",
+        from_header="jobfleet <no-reply@test.jobfleet>",
+        to="ada@example.com",
+        date=datetime.now(UTC),
+        lang="en",
+    )
+    content = serialize(message, envelope)
+
+    assert max(len(line) for line in content.split(b"\r\n")) <= 998
+    parsed = BytesParser(policy=policy.default).parsebytes(content)
+    assert parsed.get_body(("plain",)).get_content().rstrip("\n") == body
