@@ -51,6 +51,8 @@ log = structlog.get_logger("jobfleet.chain.tx")
 
 #: Node answers to a broadcast that mean "already have it" rather than a rejection.
 _BENIGN = ("already known", "known transaction", "already imported", "nonce too low", "underpriced")
+#: How often an awaited transaction that has no receipt is looked for in the node's pool.
+POOL_CHECK_S = 2.0
 #: Gas limit when estimation is skipped (a call sent despite its preflight revert, in tests).
 FALLBACK_GAS = 300_000
 
@@ -231,6 +233,7 @@ class TxSender:
         replace_at = start + self.policy.replace_after_s
         pause = 0.01
         seen: str | None = None  # the hash we last saw mined, until it is deep enough
+        pool_check_at = start + POOL_CHECK_S
         while True:
             mined = self._first_receipt(sent)
             if mined is not None:
@@ -255,6 +258,9 @@ class TxSender:
                 self._broadcast(req, sent[-1])
                 replace_at = self._clock() + self.policy.replace_after_s
             now = self._clock()
+            if mined is None and now >= pool_check_at:
+                pool_check_at = now + POOL_CHECK_S
+                self._back_in_pool(account, req, sent)
             if now >= deadline:
                 state = "not final" if mined is not None else "unmined"
                 raise TxNotMined(
@@ -266,6 +272,23 @@ class TxSender:
                 replace_at = now + self.policy.replace_after_s
             self._sleep(pause)
             pause = min(pause * 2, self.policy.poll_max_s)
+
+    def _back_in_pool(self, account: LocalAccount, req: TxRequest, sent: list[Broadcast]) -> None:
+        """Neither mined nor known to the node (dropped from its pool, or taken out by a reorg
+        between two polls): put the same signed transaction back now rather than at the next
+        replacement; its later nonces wait on it."""
+        latest = sent[-1]
+        if self.client.transaction(latest.tx_hash) is not None:
+            return
+        if self.client.nonce(account.address, "latest") > latest.nonce:
+            if self._first_receipt(sent) is None:
+                self.journal.forget_in_flight(req.key)
+                raise NonceConsumed(
+                    f"nonce {latest.nonce} of {account.address} used by another transaction"
+                )
+            return  # mined between two polls: the next poll settles it
+        log.warning("tx.rebroadcast", key=req.key, tx_hash=latest.tx_hash, reason="not in pool")
+        self._broadcast(req, latest)
 
     def _replace(self, account: LocalAccount, req: TxRequest, sent: list[Broadcast]) -> Broadcast:
         latest = sent[-1]

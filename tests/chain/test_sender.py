@@ -72,3 +72,30 @@ def test_the_signer_lock_key_is_in_the_fleet_namespace(
     assert keeper == key
     with deps.sender.locks.hold(world.operator.address):
         assert deps.sender.locks.client.get(key) is not None
+
+
+def test_a_transaction_dropped_from_the_pool_is_put_back_before_any_replacement(
+    world: World, deps: Any
+) -> None:
+    """Not mined and unknown to the node (dropped, or taken out by a reorg between two polls):
+    the same signed transaction goes back within seconds, not at the next replacement."""
+    client, operator, player = world.client, world.operator, world.accounts[6].address
+    sender = TxSender(
+        client, deps.sender.locks, deps.journal, TxPolicy(replace_after_s=60, receipt_timeout_s=30)
+    )
+    key = "put-back"
+    deps.journal.begin(key, type="MINT_BADGE", round_id=2, address=player)
+    devnet.set_automine(client, False)
+    with ThreadPoolExecutor(1) as pool:
+        request = TxRequest(key, world.contracts[BADGE], encode_call(BADGE, "mintBadge", player, 2))
+        future = pool.submit(sender.execute, operator, request)
+        first = wait_for(
+            lambda: deps.journal.in_flight(key), timeout=10, what="a journaled broadcast"
+        ).latest
+        wait_for(lambda: client.transaction(first.tx_hash), timeout=10, what="it in the pool")
+        devnet.drop_transaction(client, first.tx_hash)
+        wait_for(lambda: client.transaction(first.tx_hash), timeout=10, what="it back in the pool")
+        devnet.mine(client)
+        outcome = future.result(timeout=20)
+    assert outcome.confirmed and outcome.tx_hash == first.tx_hash and outcome.broadcasts == 1
+    assert world.has_badge(player, 2)
