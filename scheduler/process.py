@@ -9,8 +9,9 @@ import logging
 import signal
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
 
@@ -20,6 +21,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import Counter, Histogram
 
+from shared import pauses, periodic
 from shared.broker import redis_client
 from shared.config import Settings, get_settings
 from shared.observability import probes
@@ -50,17 +52,94 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def run_periodic(job: Periodic, runtime: Runtime, clock: Clock) -> None:
-    """Read the clock once, run the job, count the outcome; never let an error kill the pool."""
-    started = time.perf_counter()
+#: One run of a job at a time in this process: a periodic run finding one in progress (a
+#: run-now) is skipped, as APScheduler's `max_instances=1` skips it; a run-now waits its turn.
+_RUNNING: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+def run_periodic(
+    job: Periodic, runtime: Runtime, clock: Clock, *, forced_by: str | None = None
+) -> None:
+    """Read the clock once, run the job, count the outcome; never let an error kill the pool.
+
+    A job an operator paused (`fleet schedule pause`) is skipped, unless this run is one an
+    operator asked for (`fleet schedule run-now`, `forced_by`). Each run is recorded for
+    `fleet schedule list`."""
+    lock = _RUNNING[job.name]
+    if not lock.acquire(blocking=forced_by is not None):
+        return
     try:
-        job.run(runtime, clock())
-        RUNS.labels(job.name, "ok").inc()
+        _run(job, runtime, clock, forced_by)
+    finally:
+        lock.release()
+
+
+def _run(job: Periodic, runtime: Runtime, clock: Clock, forced_by: str | None) -> None:
+    settings = runtime.settings
+    client = pauses.redis_client(runtime)  # the runtime's pooled client
+    now = clock()
+    started = time.perf_counter()
+    outcome = "ok"
+    try:
+        if forced_by is None and job.name in periodic.paused_jobs(
+            client, settings.broker_namespace
+        ):
+            outcome = "paused"
+            return
+        job.run(runtime, now)
     except Exception as exc:
-        RUNS.labels(job.name, "error").inc()
+        outcome = "error"
         log.exception("scheduler.job_failed", job=job.name, error=str(exc))
     finally:
-        RUN_SECONDS.labels(job.name).observe(time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        RUNS.labels(job.name, outcome).inc()
+        if outcome != "paused":
+            RUN_SECONDS.labels(job.name).observe(elapsed)
+        try:
+            periodic.record_run(
+                client,
+                settings.broker_namespace,
+                job.name,
+                at=now,
+                outcome=outcome,
+                duration_ms=elapsed * 1000,
+                next_at=now + timedelta(seconds=job.interval_s(settings)),
+                by=forced_by,
+            )
+        except Exception as exc:  # Redis down: the run itself is what matters
+            log.warning("scheduler.run_not_recorded", job=job.name, error=str(exc)[:200])
+
+
+def take_run_now_requests(
+    runtime: Runtime, clock: Clock, schedule: Sequence[Periodic] = SCHEDULE
+) -> list[threading.Thread]:
+    """Start at once, each in its own thread, the runs operators asked for that this replica won
+    (one replica per request); each waits for a run of the same job in progress here to end."""
+    try:
+        won = periodic.claim_run_now(
+            pauses.redis_client(runtime), runtime.settings.broker_namespace
+        )
+    except Exception as exc:
+        log.warning("scheduler.run_now_unreadable", error=str(exc)[:200])
+        return []
+    by_name = {job.name: job for job in schedule}
+    threads = []
+    for name, by in won:
+        job = by_name.get(name)
+        if job is None:
+            log.warning("scheduler.run_now_unknown", job=name)
+            continue
+        log.info("scheduler.run_now", job=name, by=by)
+        thread = threading.Thread(
+            target=run_periodic,
+            args=(job, runtime, clock),
+            kwargs={"forced_by": by},
+            name=f"run-now-{name}",
+            daemon=True,
+        )
+        thread.start()
+        threads.append(thread)
+    return threads
 
 
 def build_scheduler(
@@ -130,7 +209,7 @@ def main(settings: Settings | None = None) -> int:
     UP.labels(SERVICE).set(1)
     log.info("scheduler.started", jobs=[_describe(j) for j in scheduler.get_jobs()])
     while not stop.wait(0.5):
-        pass
+        take_run_now_requests(runtime, utcnow)
     log.info("scheduler.stopping")
     scheduler.shutdown(wait=True)
     UP.labels(SERVICE).set(0)

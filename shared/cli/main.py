@@ -30,6 +30,7 @@ DOMAIN_APPS: dict[str, str] = {
     "chain": "shared.chain.cli:app",
     "wallets": "shared.chain.cli:wallets_app",
     "run": "shared.cli.run:run",
+    "schedule": "scheduler.cli:app",
 }
 DOMAIN_HELP: dict[str, str] = {
     "email": "Email: templates, sequences, the local mailbox.",
@@ -38,6 +39,7 @@ DOMAIN_HELP: dict[str, str] = {
     "chain": "Blockchain: indexer cursor, lottery keeper, chain actions.",
     "wallets": "Custodial wallets (keys encrypted at rest).",
     "run": "Start the whole fleet locally with embedded defaults.",
+    "schedule": "Periodic jobs of the scheduler: list, pause, resume, run now (audited).",
 }
 
 #: Errors that mean bad input rather than a failure of the system.
