@@ -60,7 +60,7 @@ def list_jobs(as_json: JsonOption = False) -> None:
                 f"{every[s.name]:g} s",
                 state + (" (run-now asked)" if s.run_now_requested else ""),
                 last.get("at", "never"),
-                last.get("outcome", ""),
+                last.get("outcome", "") + (f" ({last['detail']})" if last.get("detail") else ""),
                 last.get("next_at", ""),
             ]
         )

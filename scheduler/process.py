@@ -80,13 +80,17 @@ def _run(job: Periodic, runtime: Runtime, clock: Clock, forced_by: str | None) -
     now = clock()
     started = time.perf_counter()
     outcome = "ok"
+    detail: str | None = None
     try:
         if forced_by is None and job.name in periodic.paused_jobs(
             client, settings.broker_namespace
         ):
             outcome = "paused"
             return
-        job.run(runtime, now)
+        result = job.run(runtime, now)
+        # What the job says of its pass, e.g. the keeper's "paused" when the contract's own
+        # `paused()` switch is on: shown beside the operator's pause by `fleet schedule list`.
+        detail = getattr(result, "outcome", None)
     except Exception as exc:
         outcome = "error"
         log.exception("scheduler.job_failed", job=job.name, error=str(exc))
@@ -105,6 +109,7 @@ def _run(job: Periodic, runtime: Runtime, clock: Clock, forced_by: str | None) -
                 duration_ms=elapsed * 1000,
                 next_at=now + timedelta(seconds=job.interval_s(settings)),
                 by=forced_by,
+                detail=detail,
             )
         except Exception as exc:  # Redis down: the run itself is what matters
             log.warning("scheduler.run_not_recorded", job=job.name, error=str(exc)[:200])

@@ -7,8 +7,9 @@ scheduler replica and by `fleet schedule`):
 - `<ns>:jobfleet:schedule:run-now` hash job -> JSON {by, at}: a request to run a job once, now.
   Each replica polls it; the one whose HDEL removes the field runs the job (once, whatever the
   number of replicas), through the same code and locks as its periodic runs, paused or not;
-- `<ns>:jobfleet:schedule:runs`    hash job -> JSON {at, outcome, duration_ms, next_at, by}: the
-  last run of each job and the next one planned, written by the replica that ran it.
+- `<ns>:jobfleet:schedule:runs`    hash job -> JSON {at, outcome, detail, duration_ms, next_at,
+  by}: the last run of each job (`detail`: what the job said of it, e.g. the lottery keeper's
+  `paused` while the contract's own on-chain pause is on) and the next one planned.
 Pause, resume and run-now are audited in `pause_audit` (kind `schedule`).
 """
 
@@ -92,8 +93,10 @@ def record_run(
     duration_ms: float,
     next_at: datetime | None,
     by: str | None = None,
+    detail: str | None = None,
 ) -> None:
     entry = {
+        "detail": detail,
         "at": at.isoformat(),
         "outcome": outcome,
         "duration_ms": round(duration_ms, 1),

@@ -108,3 +108,23 @@ def test_run_now_runs_a_job_once_across_two_replicas(procs: Procs, runtime: Runt
 def test_unknown_periodic_jobs_are_refused(runtime: Runtime) -> None:
     with pytest.raises(periodic.UnknownPeriodicJob, match="unknown periodic job 'relay'"):
         periodic.pause(runtime, "relay", by="ops", reason="typo", known=NAMES)
+
+
+def test_a_jobs_own_word_on_its_pass_is_shown_beside_the_operators_pause(runtime: Runtime) -> None:
+    """The lottery keeper answers `paused` while the contract's own `paused()` is on: that is
+    the job's detail, distinct from an operator's pause of the job."""
+    from scheduler.process import run_periodic, utcnow
+    from scheduler.schedule import Periodic
+    from shared.chain.keeper import KeeperResult
+
+    keeper = Periodic("lottery-keeper", lambda rt, now: KeeperResult("paused"), lambda s: 10.0)
+    run_periodic(keeper, runtime, utcnow)
+
+    (state,) = periodic.states(
+        redis_client(runtime), runtime.settings.broker_namespace, ["lottery-keeper"]
+    )
+    assert state.paused is None
+    assert state.last is not None and (state.last["outcome"], state.last["detail"]) == (
+        "ok",
+        "paused",
+    )
