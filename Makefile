@@ -28,10 +28,11 @@ $(STAMP): pyproject.toml package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
 
-## prereqs: what the tests need besides Python and npm packages (Debian packages such as Tesseract),
-## installed when missing: every domain's idempotent `workers/<domain>/install_*.sh`.
+## prereqs: what the tests need besides Python and npm packages (Debian packages such as Tesseract,
+## Postfix, Chromium), installed when missing: every idempotent `workers/<domain>/install_*.sh`
+## and the kernel's `shared/install_*.sh`.
 prereqs:
-	@for script in workers/*/install_*.sh; do bash "$$script" || exit 1; done
+	@for script in $(wildcard workers/*/install_*.sh shared/install_*.sh); do bash "$$script" || exit 1; done
 
 ## run: the whole fleet on this machine (embedded Redis/Postgres when none answer); Ctrl-C stops it
 ## `make run DEMO=1` also sends the demo workload (`fleet demo`) once every process is ready.
