@@ -162,3 +162,40 @@ def test_no_line_of_a_message_exceeds_998_characters(body: str) -> None:
     assert max(len(line) for line in content.split(b"\r\n")) <= 998
     parsed = BytesParser(policy=policy.default).parsebytes(content)
     assert parsed.get_body(("plain",)).get_content().rstrip("\n") == body
+
+
+@pytest.mark.parametrize(
+    ("subject", "name", "text"),
+    [
+        ("Hello", None, "plain ascii\nsecond line\n"),
+        ("Réinitialisation de votre mot de passe — un sujet bien plus long que soixante-dix-huit caractères",
+         'Zoé "the boss", Martin', "Bonjour Zoé,\n€ — œ ’\n"),
+        ("A" * 120, "Ada Lovelace-Byron of a very long family name indeed, " * 3, "x" * 1_500),
+    ],
+)  # fmt: skip
+def test_the_fast_serializer_writes_what_the_email_package_would(
+    subject: str, name: str | None, text: str
+) -> None:
+    from datetime import UTC, datetime
+
+    from workers.email.message import _COMPAT32_SMTP, build_message, serialize
+    from workers.email.templates import Rendered
+
+    message, envelope = build_message(
+        Rendered(subject=subject, text=text, html=f"<p>{text}</p>"),
+        message_id="<fast@test.jobfleet>",
+        from_header="Zoé de jobfleet <no-reply@test.jobfleet>",
+        to="anna@müller.example.com",
+        to_name=name,
+        cc=["c1@example.com", "c2@example.com"],
+        reply_to="agent@support.example.com",
+        date=datetime(2026, 11, 30, tzinfo=UTC),
+        lang="fr",
+    )
+    fast = serialize(message, envelope)
+    reference = message.as_bytes(policy=_COMPAT32_SMTP)
+
+    assert fast == reference
+    assert max(len(line) for line in fast.split(b"\r\n")) <= 998 and b"\n" not in fast.replace(
+        b"\r\n", b""
+    )
