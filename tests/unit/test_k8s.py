@@ -21,7 +21,7 @@ import yaml
 
 from shared.config import Settings
 from shared.jobs import catalog
-from shared.launcher.plan import NAMES, WORKERS, lookup
+from shared.launcher.plan import NAMES, PRODUCT_API, WORKERS, lookup, product_api_spec
 from shared.runtime import Runtime
 from tests.unit.test_compose import normalised, plan_settings  # noqa: F401  (fixture)
 
@@ -93,7 +93,43 @@ def test_the_overlay_patches_and_generates_what_the_base_has() -> None:
 
 
 def test_every_process_of_the_plan_is_a_deployment_and_nothing_else_is() -> None:
-    assert sorted(by_kind("Deployment")) == sorted(NAMES)
+    # ... and the example product API, a producer beside the fleet (not a row of NAMES).
+    assert sorted(by_kind("Deployment")) == sorted((*NAMES, PRODUCT_API))
+
+
+def test_the_product_api_runs_as_the_launcher_starts_it_and_its_service_reaches_it() -> None:
+    spec = product_api_spec({"PRODUCT_API_PORT": "8180"})
+    if spec is None:
+        pytest.skip("the example product API's dependencies are not installed (the api extra)")
+    deployment = by_kind("Deployment")[PRODUCT_API]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert normalised(container["command"]) == normalised(spec.argv)
+    env = {e["name"]: e["value"] for e in container["env"]}
+    # Probes and the Service come from outside the pod: uvicorn must not bind loopback only.
+    assert env == {"PRODUCT_API_HOST": "0.0.0.0", "PRODUCT_API_PORT": str(spec.health_port)}
+    assert container["ports"] == [{"name": "http", "containerPort": spec.health_port}]
+    refs = {next(iter(ref.values()))["name"] for ref in container["envFrom"]}
+    assert refs == {"jobfleet-config", "jobfleet-secrets"}  # PRODUCT_API_KEYS from the Secret
+    probes = {
+        container["livenessProbe"]["httpGet"]["path"],
+        container["readinessProbe"]["httpGet"]["path"],
+    }
+    assert probes == {"/health/live", "/health/ready"}
+    assert {container[p]["httpGet"]["port"] for p in ("livenessProbe", "readinessProbe")} == {
+        "http"
+    }
+    from examples.product_api.app import create_app
+
+    assert probes <= set(create_app().openapi()["paths"])  # the app serves the probed paths
+    assert {"requests", "limits"} <= set(container["resources"])
+
+    service = by_kind("Service")[PRODUCT_API]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    (port,) = service["spec"]["ports"]
+    assert port["targetPort"] == "http"
 
 
 @pytest.mark.parametrize("name", NAMES)
