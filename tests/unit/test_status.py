@@ -60,7 +60,7 @@ def test_report_shows_ready_and_dead_jobs_fresh_heartbeats_and_the_outbox_backlo
 
     report = status.collect(settings, tmp_path / "run" / "fleet.json")
 
-    assert report["queues"]["email"] == {"ready": 1, "delayed": 0, "dead": 0}
+    assert report["queues"]["email"] == {"ready": 1, "delayed": 0, "dead": 0, "paused": None}
     assert report["queues"]["doc"]["dead"] == 1
     assert report["workers"]["heartbeats"] == {"alive": 1, "stale": 1, "dead_consumers": {}}
     assert report["workers"]["processes"] == []  # no `make run` state here

@@ -12,7 +12,7 @@ test server:
 A Subject holding `reject-at-data` is refused by cleanup's header_checks (550 5.7.1 to DATA)
 after cleanup has logged its Message-ID; the log is `<dir>/maillog` (postlogd).
 
-Needs root (Postfix drops privileges to `postfix`) and `workers/email/install_postfix.sh`.
+Needs root (Postfix drops privileges to `postfix`) and `workers/email/install_test_postfix.sh`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ POSTGREY = "/usr/sbin/postgrey"
 def available() -> str | None:
     """None when a private instance can run here, else why not."""
     if not (os.path.exists(POSTFIX) and os.path.exists(POSTGREY)):
-        return "postfix/postgrey not installed (bash workers/email/install_postfix.sh)"
+        return "postfix/postgrey not installed (bash workers/email/install_test_postfix.sh)"
     if os.geteuid() != 0:
         return "a private Postfix instance needs root"
     return None

@@ -3,8 +3,8 @@
 # instance (own config and queue under a temp dir, loopback port; tests/workers/email/postfix.py).
 # Idempotent and quiet: does nothing when `postfix` and `postgrey` are present. The system
 # instance is configured "No configuration" and left stopped: nothing listens on port 25.
-#   bash workers/email/install_postfix.sh           install when missing (needs root + apt-get)
-#   bash workers/email/install_postfix.sh --check   only report; exit 1 when missing
+#   bash workers/email/install_test_postfix.sh           install when missing (needs root + apt-get)
+#   bash workers/email/install_test_postfix.sh --check   only report; exit 1 when missing
 set -euo pipefail
 
 PACKAGES=(postfix postgrey)
