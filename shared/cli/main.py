@@ -31,6 +31,7 @@ DOMAIN_APPS: dict[str, str] = {
     "wallets": "shared.chain.cli:wallets_app",
     "run": "shared.cli.run:run",
     "schedule": "scheduler.cli:app",
+    "web": "shared.cli.web:web",
 }
 DOMAIN_HELP: dict[str, str] = {
     "email": "Email: templates, sequences, the local mailbox.",
@@ -40,6 +41,7 @@ DOMAIN_HELP: dict[str, str] = {
     "wallets": "Custodial wallets (keys encrypted at rest).",
     "run": "Start the whole fleet locally with embedded defaults.",
     "schedule": "Periodic jobs of the scheduler: list, pause, resume, run now (audited).",
+    "web": "The operator console in a browser (dead-letter replay, pauses, runs).",
 }
 
 #: Errors that mean bad input rather than a failure of the system.

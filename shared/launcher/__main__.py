@@ -7,7 +7,7 @@ import sys
 
 from ..config import get_settings
 from .app import exec_process, launch
-from .plan import NAMES, PRODUCT_API, lookup
+from .plan import CONSOLE, NAMES, PRODUCT_API, lookup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         action="append",
         default=[],
-        choices=(*NAMES, PRODUCT_API),
+        choices=(*NAMES, PRODUCT_API, CONSOLE),
         help="run only these processes",
     )
     run.add_argument(

@@ -27,7 +27,7 @@ from .embedded import redis as embedded_redis
 from .embedded import smtp as embedded_smtp
 from .metrics_dir import fresh
 from .net import port_free
-from .plan import PRODUCT_API, fleet_plan, lookup, product_api_spec
+from .plan import CONSOLE, PRODUCT_API, console_spec, fleet_plan, lookup, product_api_spec
 from .status import table, wait_ready
 from .supervisor import Supervisor
 
@@ -75,7 +75,7 @@ def launch(
     env = dict(os.environ)
     services: list[Service] = []
     try:
-        fleet_only = [name for name in only if name != PRODUCT_API]
+        fleet_only = [name for name in only if name not in (PRODUCT_API, CONSOLE)]
         plan = fleet_plan(settings, only=fleet_only) if fleet_only or not only else []
         api = product_api_spec(env) if not only or PRODUCT_API in only else None
         if api is not None and not port_free(api.health_port) and PRODUCT_API not in only:
@@ -86,6 +86,12 @@ def launch(
             api = None
         if api is not None:
             plan.append(api)
+        console = console_spec(env) if not only or CONSOLE in only else None
+        if console is not None and not port_free(console.health_port) and CONSOLE not in only:
+            say(f"operator console not started: port {console.health_port} in use (CONSOLE_PORT)")
+            console = None
+        if console is not None:
+            plan.append(console)
         busy = [
             f"{spec.name} {spec.health_port}" for spec in plan if not port_free(spec.health_port)
         ]
@@ -194,6 +200,9 @@ def _print_summary(
             f"example product API: {api.health_url}/docs (X-API-Key header; development keys"
             " in docs/producers.md)"
         )
+    console = next((c.spec for c in supervisor.children if c.spec.name == CONSOLE), None)
+    if console is not None:
+        say(f"operator console: {console.health_url}/ (`fleet web`; docs/console.md)")
     if first:
         say(f"metrics (all processes, aggregated): {first}/metrics{token}")
     say("Ctrl-C stops the fleet")

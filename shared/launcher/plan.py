@@ -30,6 +30,9 @@ NAMES: tuple[str, ...] = (*(name for name, _ in WORKERS), SCHEDULER)
 #: starts it after the fleet's processes, on its own port (`PRODUCT_API_PORT`, default 8180), when
 #: it is installed. Not a fleet process (compose, Kubernetes and `fleet status` know only NAMES).
 PRODUCT_API = "product-api"
+#: The operator console (`shared/console`, the `api` extra): `make run` starts it after the fleet's
+#: processes on `CONSOLE_PORT` (default 8190), loopback only unless auth is configured.
+CONSOLE = "console"
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,17 @@ def product_api_spec(env: Mapping[str, str]) -> ProcessSpec | None:
         spec_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     argv = (sys.executable, "-m", "examples.product_api")
     return ProcessSpec(PRODUCT_API, argv, port, spec_env)
+
+
+def console_spec(env: Mapping[str, str]) -> ProcessSpec | None:
+    """The operator console (`python -m shared.console`, i.e. `fleet web`), or None when its
+    dependencies are not installed. Its port answers the pages and its /health."""
+    for module in ("uvicorn", "fastapi", "multipart", "jinja2"):
+        if importlib.util.find_spec(module) is None:
+            return None
+    port = int(env.get("CONSOLE_PORT") or 8190)
+    argv = (sys.executable, "-m", "shared.console")
+    return ProcessSpec(CONSOLE, argv, port, {"CONSOLE_PORT": str(port)})
 
 
 def lookup(settings: Settings, name: str) -> ProcessSpec:

@@ -1,0 +1,254 @@
+"""The Overview's figures: queues, durations, workers, scheduler, indexer, outbox, DLQ alert.
+
+Each section is read on its own and degrades on its own (an unreachable source shows its error,
+the others still show), as in `fleet status`. Everything here is a few index reads: the page
+polls every `CONSOLE_REFRESH_S`. The indexer's head (an HTTP call to the node) is cached a few
+seconds so that a slow node does not slow the page.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from psycopg.rows import dict_row
+
+from .. import periodic
+from ..jobs import catalog
+from ..pauses import paused_queues, redis_client
+from ..runtime import Runtime
+
+Section = dict[str, Any]
+
+
+def guard(section: Callable[[], Any]) -> Any:
+    try:
+        return section()
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return {"error": f"{type(exc).__name__}: {first}"}
+
+
+def _org_scope(orgs: Sequence[UUID], column: str = "org_id") -> tuple[str, list[Any]]:
+    return (f" AND {column} = ANY(%s)", [list(orgs)]) if orgs else ("", [])
+
+
+def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
+    """Per queue: ready and delayed (Redis), running and dead (job_runs), finished in the last
+    minute, paused or not (who, why, since when)."""
+    client = redis_client(runtime)
+    ns = runtime.settings.broker_namespace
+    pipe = client.pipeline(transaction=False)
+    for q in catalog.QUEUES:
+        pipe.llen(f"{ns}:{q}")
+        pipe.llen(f"{ns}:{q}.DQ")
+    depths = pipe.execute()
+    paused = paused_queues(client, ns)
+    scope, params = _org_scope(orgs)
+    with runtime.pool.connection() as conn:
+        counts = conn.execute(
+            "SELECT queue, status, count(*) FROM job_runs WHERE status IN ('RUNNING', 'DEAD')"
+            f"{scope} GROUP BY queue, status",
+            params,
+        ).fetchall()
+        rate = conn.execute(
+            "SELECT queue, count(*) FROM job_runs WHERE finished_at >= now() - interval '1 minute'"
+            f"{scope} GROUP BY queue",
+            params,
+        ).fetchall()
+    by = {(q, s): n for q, s, n in counts}
+    per_minute: dict[str, int] = {q: n for q, n in rate}
+    names = list(catalog.QUEUES) + sorted({q for q, _ in by} - set(catalog.QUEUES))
+    rows = []
+    for i, q in enumerate(names):
+        known = i < len(catalog.QUEUES)
+        rows.append(
+            {
+                "queue": q,
+                "ready": depths[2 * i] if known else None,
+                "delayed": depths[2 * i + 1] if known else None,
+                "running": by.get((q, "RUNNING"), 0),
+                "dead": by.get((q, "DEAD"), 0),
+                "per_minute": per_minute.get(q, 0),
+                "paused": paused[q].as_dict() if q in paused else None,
+                "known": known,
+            }
+        )
+    return rows
+
+
+def durations(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
+    """Per job name, runs finished in the last hour: how many, failed, p50 and p95 of
+    started → finished (ms). Reads `ix_job_runs_finished_at_job` only (with org scope: rows)."""
+    scope, params = _org_scope(orgs)
+    with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            """
+            SELECT job_name, count(*) AS runs,
+                   count(*) FILTER (WHERE status = 'DEAD') AS dead,
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY d) AS p50_ms,
+                   percentile_cont(0.95) WITHIN GROUP (ORDER BY d) AS p95_ms
+              FROM (SELECT job_name, status,
+                           extract(epoch FROM finished_at - started_at) * 1000 AS d
+                      FROM job_runs
+                     WHERE finished_at IS NOT NULL AND finished_at >= now() - interval '1 hour'
+            """
+            + scope
+            + """) AS f
+             GROUP BY job_name ORDER BY job_name
+            """,
+            params,
+        ).fetchall()
+
+
+def workers(runtime: Runtime, state_file: Path, *, now_ms: float | None = None) -> Section:
+    """Consumers with their last heartbeat (alive: younger than the heartbeat timeout), dead
+    consumer threads, and the processes `make run` supervises (from its state file)."""
+    from ..consumer import dead_consumers_key
+
+    settings = runtime.settings
+    client = redis_client(runtime)
+    beats: list[tuple[bytes, float]] = list(
+        client.zrange(f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True)  # type: ignore[arg-type]
+    )
+    dead_raw: dict[bytes, bytes] = client.hgetall(dead_consumers_key(settings.broker_namespace))  # type: ignore[assignment]
+    now_ms = time.time() * 1000 if now_ms is None else now_ms
+    consumers: list[dict[str, Any]] = [
+        {
+            "id": (member.decode() if isinstance(member, bytes) else str(member)),
+            "age_s": round((now_ms - float(score)) / 1000, 1),
+            "alive": now_ms - float(score) < settings.heartbeat_timeout_ms,
+        }
+        for member, score in beats
+    ]
+    dead = {
+        k.decode(): json.loads(v)["queues"]
+        for k, v in dead_raw.items()
+        if now_ms - float(json.loads(v)["at"]) < settings.heartbeat_timeout_ms
+    }
+    processes: list[Section] = []
+    if state_file.exists():
+        state = json.loads(state_file.read_text())
+        processes = [
+            {k: p.get(k) for k in ("name", "pid", "restarts", "health_url")}
+            for p in state.get("processes", [])
+        ]
+    return {
+        "alive": sum(c["alive"] for c in consumers),
+        "stale": sum(not c["alive"] for c in consumers),
+        "consumers": sorted(consumers, key=lambda c: c["age_s"])[:20],
+        "dead_consumers": dead,
+        "processes": processes,
+    }
+
+
+def known_periodic(runtime: Runtime, extra: Sequence[str] = ()) -> list[str]:
+    """The scheduler's periodic jobs, as its replicas report them in Redis (each records its
+    runs there), plus `extra` (the console's configuration). The kernel names no job itself."""
+    client = redis_client(runtime)
+    ns = runtime.settings.broker_namespace
+    found: set[str] = set(extra)
+    for what in ("runs", "paused"):
+        found |= {k.decode() for k in client.hkeys(f"{ns}:jobfleet:schedule:{what}")}  # type: ignore[union-attr]
+    return sorted(found)
+
+
+def scheduler(runtime: Runtime, names: Sequence[str]) -> list[Section]:
+    states = periodic.states(redis_client(runtime), runtime.settings.broker_namespace, names)
+    return [s.as_dict() for s in states]
+
+
+class _Cached:
+    """One value recomputed at most every `ttl` seconds (a slow source, read in the page)."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._at = -ttl
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    def get(self, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            if time.monotonic() - self._at >= self.ttl:
+                self._value = guard(compute)
+                self._at = time.monotonic()
+            return self._value
+
+
+_HEAD = _Cached(ttl=5.0)
+
+
+def _head(url: str) -> int:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []})
+    request = urllib.request.Request(
+        url, data=body.encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=0.5) as response:
+        return int(json.loads(response.read())["result"], 16)
+
+
+def indexer(runtime: Runtime) -> Section:
+    with runtime.pool.connection() as conn:
+        exists = conn.execute("SELECT to_regclass('chain_cursor')").fetchone()
+        if not exists or exists[0] is None:
+            return {"note": "no chain tables (not migrated)"}
+        row = conn.execute(
+            "SELECT chain_id, block_number, updated_at FROM chain_cursor ORDER BY updated_at DESC LIMIT 1"
+        ).fetchone()
+    if row is None:
+        return {"note": "the indexer has no cursor yet"}
+    head = _HEAD.get(lambda: _head(runtime.settings.chain_rpc_url))
+    if isinstance(head, dict):
+        return {"chain_id": row[0], "cursor": row[1], "updated_at": row[2], "head": None,
+                "lag": None, "note": f"node: {head['error']}"}  # fmt: skip
+    return {"chain_id": row[0], "cursor": row[1], "updated_at": row[2], "head": head,
+            "lag": max(0, head - int(row[1]))}  # fmt: skip
+
+
+def outbox(runtime: Runtime, orgs: Sequence[UUID] = ()) -> Section:
+    scope, params = _org_scope(orgs)
+    with runtime.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'FAILED'),"
+            " extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'PENDING'))"
+            f" FROM outbox_events WHERE status IN ('PENDING', 'FAILED'){scope}",
+            params,
+        ).fetchone()
+    assert row is not None
+    return {"pending": row[0], "failed": row[1],
+            "oldest_pending_s": None if row[2] is None else round(float(row[2]), 1)}  # fmt: skip
+
+
+def dlq_alert(queue_rows: Any, threshold: int) -> Section:
+    """Queues over the maintenance threshold of dead runs (the `jobfleet_dlq_alert` rule)."""
+    if not isinstance(queue_rows, list):
+        return {"error": "queues unreadable"}
+    over = [q["queue"] for q in queue_rows if q["dead"] > threshold]
+    dead = sum(q["dead"] for q in queue_rows)
+    return {"threshold": threshold, "over": over, "dead": dead, "firing": bool(over)}
+
+
+def overview(
+    runtime: Runtime,
+    *,
+    state_file: Path,
+    orgs: Sequence[UUID] = (),
+    periodic_jobs: Sequence[str] = (),
+) -> Section:
+    q = guard(lambda: queues(runtime, orgs))
+    names = guard(lambda: known_periodic(runtime, periodic_jobs))
+    return {
+        "queues": q,
+        "alert": dlq_alert(q, runtime.settings.maintenance_dlq_threshold),
+        "durations": guard(lambda: durations(runtime, orgs)),
+        "workers": guard(lambda: workers(runtime, state_file)),
+        "scheduler": guard(lambda: scheduler(runtime, names)) if isinstance(names, list) else names,
+        "indexer": guard(lambda: indexer(runtime)),
+        "outbox": guard(lambda: outbox(runtime, orgs)),
+    }

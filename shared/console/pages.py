@@ -1,0 +1,131 @@
+"""The console's pages (GET): what the operator reads. Every page is scoped to the operator's
+orgs when the console is restricted (`CONSOLE_ORGS`)."""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoints' annotations.
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse
+
+from . import audit, fleet, ledgers, search
+from .app import Console, console_of
+from .security import Operator
+
+
+def operator_of(request: Request) -> Operator:
+    return console_of(request).guard.operator(request)
+
+
+Op = Annotated[Operator, Depends(operator_of)]
+Con = Annotated[Console, Depends(console_of)]
+router = APIRouter()
+
+
+def _overview(con: Con, op: Operator) -> dict[str, Any]:
+    return fleet.overview(
+        con.runtime(), state_file=con.state_file, orgs=op.orgs, periodic_jobs=con.periodic_jobs
+    )
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(request: Request, con: Con, op: Op) -> HTMLResponse:
+    return con.render(request, op, "overview.html", page="overview", o=_overview(con, op))
+
+
+@router.get("/overview/live", response_class=HTMLResponse)
+def overview_live(request: Request, con: Con, op: Op) -> HTMLResponse:
+    """The Overview's body alone: what the page's htmx poll swaps in."""
+    return con.render(request, op, "_overview.html", o=_overview(con, op))
+
+
+def _filters(request: Request, status: str | None = None) -> search.RunFilter:
+    try:
+        return search.RunFilter.parse(dict(request.query_params), status=status)
+    except search.BadFilter as exc:
+        raise HTTPException(400, f"bad filter: {exc}") from exc
+
+
+def _page(con: Con, op: Operator, request: Request, flt: search.RunFilter) -> dict[str, Any]:
+    cursor = request.query_params.get("cursor") or None
+    try:
+        rows, nxt = search.page(con.runtime(), flt, orgs=op.orgs, limit=50, cursor=cursor)
+    except search.BadFilter as exc:
+        raise HTTPException(400, f"bad cursor: {exc}") from exc
+    query = {k: v for k, v in request.query_params.items() if v and k not in ("cursor", "msg")}
+    return {"rows": rows, "next_cursor": nxt, "q": query, "first": cursor is None}
+
+
+@router.get("/runs", response_class=HTMLResponse)
+def runs(request: Request, con: Con, op: Op) -> HTMLResponse:
+    flt = _filters(request)
+    data = _page(con, op, request, flt)
+    return con.render(
+        request, op, "runs.html", page="runs", facets=search.facets(con.runtime()), **data
+    )
+
+
+@router.get("/runs/{job_id:path}", response_class=HTMLResponse)
+def run(job_id: str, request: Request, con: Con, op: Op) -> HTMLResponse:
+    found = search.run_detail(con.runtime(), job_id, orgs=op.orgs)
+    if found is None:
+        raise HTTPException(404, f"no run {job_id}")
+    return con.render(request, op, "run.html", page="runs", **found)
+
+
+@router.get("/dead", response_class=HTMLResponse)
+def dead(request: Request, con: Con, op: Op) -> HTMLResponse:
+    flt = _filters(request, status="DEAD")
+    data = _page(con, op, request, flt)
+    total = search.count(con.runtime(), flt, orgs=op.orgs, cap=10_000)
+    return con.render(
+        request, op, "dead.html", page="dead", facets=search.facets(con.runtime()), total=total,
+        **data,
+    )  # fmt: skip
+
+
+@router.get("/outbox", response_class=HTMLResponse)
+def outbox(request: Request, con: Con, op: Op) -> HTMLResponse:
+    rt = con.runtime()
+    return con.render(
+        request, op, "outbox.html", page="outbox",
+        summary=fleet.guard(lambda: fleet.outbox(rt, op.orgs)),
+        pending=ledgers.outbox_events(rt, "PENDING", orgs=op.orgs),
+        failed=ledgers.outbox_events(rt, "FAILED", orgs=op.orgs),
+    )  # fmt: skip
+
+
+@router.get("/tenants", response_class=HTMLResponse)
+def tenants(request: Request, con: Con, op: Op) -> HTMLResponse:
+    rt = con.runtime()
+    have = ledgers.present(rt, "ai_usage", "email_suppressions")
+    return con.render(
+        request, op, "tenants.html", page="tenants",
+        cost=ledgers.ai_cost(rt, orgs=op.orgs) if have["ai_usage"] else None,
+        suppressions=ledgers.suppressions(rt, orgs=op.orgs) if have["email_suppressions"] else None,
+    )  # fmt: skip
+
+
+@router.get("/chain", response_class=HTMLResponse)
+def chain(request: Request, con: Con, op: Op) -> HTMLResponse:
+    rt = con.runtime()
+    have = ledgers.present(rt, "chain_actions", "keeper_actions")
+    # Chain actions act for no tenant (DESIGN §2): operators of every org only.
+    shown = not op.restricted
+    return con.render(
+        request, op, "chain.html", page="chain", restricted=op.restricted,
+        counts=ledgers.chain_action_counts(rt) if shown and have["chain_actions"] else None,
+        actions=ledgers.chain_actions(rt) if shown and have["chain_actions"] else None,
+        keeper=ledgers.keeper(rt) if shown and have["keeper_actions"] else None,
+        indexer=fleet.guard(lambda: fleet.indexer(rt)),
+    )  # fmt: skip
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit_page(request: Request, con: Con, op: Op) -> HTMLResponse:
+    entries = [] if op.restricted else audit.recent(con.runtime(), limit=200)
+    return con.render(request, op, "audit.html", page="audit", entries=entries)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, con: Con) -> HTMLResponse:
+    return con.render(request, None, "login.html", page="login")

@@ -1,0 +1,196 @@
+"""The Runs and Dead-letters searches: filters, keyset pages, and one run with its history.
+
+Newest first on `(queued_at, job_id)`; the cursor is the last row's key (the job-status API's
+own cursor format), so a page costs an index range scan however deep it is: migration
+`0013_console` gives each leading filter its index. A console restricted to some orgs adds
+`org_id = ANY(...)` to every read, and a run of another org is "no run".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg.rows import dict_row
+
+from ..api.queries import decode_cursor, encode_cursor
+from ..jobs.runs import RunView
+from ..observability.logging import redact
+from ..runtime import Runtime
+
+#: What a list shows of a run (payloads and results only on a run's page).
+LIST_COLUMNS = (
+    "job_id, org_id, job_name, queue, status, entity_type, entity_id, error_code, attempt,"
+    " max_attempts, request_id, queued_at, started_at, finished_at, replay_count"
+)
+STATUSES = ("QUEUED", "RUNNING", "COMPLETED", "FAILED", "DEAD", "CANCELED")
+
+
+class BadFilter(ValueError):
+    """A filter the console cannot read (a malformed org id, date or cursor)."""
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    org_id: UUID | None = None
+    job_name: str | None = None
+    status: str | None = None
+    queue: str | None = None
+    entity_id: str | None = None
+    request_id: str | None = None
+    error_code: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def parse(cls, query: dict[str, str], *, status: str | None = None) -> RunFilter:
+        """From a query string: empty values are no filter."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = (query.get(f.name) or "").strip()
+            if not raw:
+                continue
+            try:
+                if f.name == "org_id":
+                    values[f.name] = UUID(raw)
+                elif f.name in ("since", "until"):
+                    values[f.name] = datetime.fromisoformat(raw)
+                elif f.name == "status":
+                    if raw.upper() not in STATUSES:
+                        raise ValueError(f"unknown status {raw!r}")
+                    values[f.name] = raw.upper()
+                else:
+                    values[f.name] = raw
+            except ValueError as exc:
+                raise BadFilter(f"{f.name}: {exc}") from exc
+        if status is not None:
+            values["status"] = status
+        return cls(**values)
+
+    def where(self, orgs: tuple[UUID, ...]) -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        for name in (
+            "org_id",
+            "job_name",
+            "status",
+            "queue",
+            "entity_id",
+            "request_id",
+            "error_code",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                where.append(f"{name} = %s")
+                params.append(value)
+        if self.since is not None:
+            where.append("queued_at >= %s")
+            params.append(self.since)
+        if self.until is not None:
+            where.append("queued_at < %s")
+            params.append(self.until)
+        if orgs:
+            where.append("org_id = ANY(%s)")
+            params.append(list(orgs))
+        return where or ["TRUE"], params
+
+
+def page(
+    runtime: Runtime,
+    flt: RunFilter,
+    *,
+    orgs: tuple[UUID, ...] = (),
+    limit: int = 50,
+    cursor: str | None = None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    where, params = flt.where(orgs)
+    if cursor:
+        try:
+            at, job_id = decode_cursor(cursor)
+        except ValueError as exc:
+            raise BadFilter(str(exc)) from exc
+        where.append("(queued_at, job_id) < (%s, %s)")
+        params.extend([at, job_id])
+    sql = (
+        f"SELECT {LIST_COLUMNS} FROM job_runs WHERE {' AND '.join(where)}"
+        " ORDER BY queued_at DESC, job_id DESC LIMIT %s"
+    )
+    with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(sql, [*params, limit + 1]).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    nxt = encode_cursor(rows[-1]["queued_at"], rows[-1]["job_id"]) if more and rows else None
+    return rows, nxt
+
+
+def count(
+    runtime: Runtime, flt: RunFilter, *, orgs: tuple[UUID, ...] = (), cap: int = 100_000
+) -> int:
+    """How many runs match (at most `cap`: a dry run's figure, bounded in cost)."""
+    where, params = flt.where(orgs)
+    with runtime.pool.connection() as conn:
+        row = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE {' AND '.join(where)} LIMIT %s) AS m",
+            [*params, cap],
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def matching_ids(
+    runtime: Runtime, flt: RunFilter, *, orgs: tuple[UUID, ...] = (), limit: int
+) -> list[tuple[str, UUID]]:
+    where, params = flt.where(orgs)
+    with runtime.pool.connection() as conn:
+        rows = conn.execute(
+            f"SELECT job_id, org_id FROM job_runs WHERE {' AND '.join(where)}"
+            " ORDER BY queued_at, job_id LIMIT %s",
+            [*params, limit],
+        ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def run_detail(
+    runtime: Runtime, job_id: str, *, orgs: tuple[UUID, ...] = ()
+) -> dict[str, Any] | None:
+    """One run as its page shows it: every field (payload, result, checkpoint redacted), its
+    executions (each start: worker, attempt, time) and its replays (who, when, what error)."""
+    from ..jobs import runs
+
+    run: RunView | None = runs.find(job_id, org_id=None, runtime=runtime)
+    if run is None or (orgs and run.org_id not in orgs):
+        return None
+    data = dict(run.__dict__)
+    for name in ("payload", "result", "checkpoint"):
+        data[name] = redact(data[name])
+    with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        executions = cur.execute(
+            "SELECT execution, attempt, worker, message_id, started_at FROM job_executions"
+            " WHERE job_id = %s ORDER BY execution",
+            (job_id,),
+        ).fetchall()
+        replays = cur.execute(
+            "SELECT replayed_at, replayed_by, previous_error_code, previous_error, previous_attempt"
+            " FROM job_replays WHERE job_id = %s ORDER BY replayed_at",
+            (job_id,),
+        ).fetchall()
+    return {"run": data, "executions": executions, "replays": replays}
+
+
+def facets(runtime: Runtime) -> dict[str, list[str]]:
+    """The choices of the filter forms: job names and queues of the catalog, error codes seen
+    among dead runs (the partial scan of `ix_job_runs_console_status`)."""
+    from ..jobs import catalog
+
+    with runtime.pool.connection() as conn:
+        codes = conn.execute(
+            "SELECT DISTINCT error_code FROM (SELECT error_code FROM job_runs WHERE status = 'DEAD'"
+            " ORDER BY queued_at DESC LIMIT 5000) AS d WHERE error_code IS NOT NULL ORDER BY 1"
+        ).fetchall()
+    return {
+        "job_names": sorted(catalog.BY_NAME),
+        "queues": list(catalog.QUEUES),
+        "error_codes": [c[0] for c in codes],
+        "statuses": list(STATUSES),
+    }
