@@ -237,6 +237,26 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Templates still sent to an address that hard-bounced (default: none)",
     )
+    # Feedback loop (issue 22; workers/email/feedback): one-click unsubscribe (RFC 8058).
+    email_feedback_url: str = Field(
+        default="http://127.0.0.1:8180/email",
+        description="Public base URL of the mounted email feedback router (unsubscribe links)",
+    )
+    email_feedback_key: SecretStr | None = Field(
+        default=None,
+        description="HMAC key of unsubscribe tokens (default: a random key kept under VAR_DIR)",
+    )
+    email_unsubscribe_ttl_s: int = Field(
+        default=7_776_000, ge=60, description="Lifetime of an email's unsubscribe link (90 days)"
+    )
+    email_unsubscribe_mailto: str | None = Field(
+        default="unsubscribe@jobfleet.localhost",
+        description="Address of List-Unsubscribe's mailto (None: the HTTPS URL only)",
+    )
+    email_transactional_templates: list[str] = Field(
+        default_factory=lambda: ["otp-code", "support-reply"],
+        description="Templates sent without List-Unsubscribe (sequence steps always carry it)",
+    )
 
     # --- storage port and export worker (issue 6; shared/storage, workers/export) ---
     storage_backend: str = Field(

@@ -6,7 +6,8 @@ transaction (the outbox), then answers 202 at once with the job id and where to 
 Routes (all under `X-API-Key`, scoped by the key's org): `POST /emails`, `POST /exports`,
 `GET /exports/{id}`, `GET /exports/{id}/download`, `POST /documents` (multipart),
 `GET /documents/{id}`, `GET /documents/search?q=`, `POST /ai/tasks`, `GET /ai/tasks/{id}`, the
-kernel's job router at `/jobs`; and `/health/live`, `/health/ready` (no key). Bad input: 422
+kernel's job router at `/jobs`, the email feedback router at `/email` (one-click
+unsubscribe: no key, a signed token); and `/health/live`, `/health/ready` (no key). Bad input: 422
 with field paths; an unknown or another org's id: 404; Redis down on a `direct` send: 503
 (nothing saved; the outbox path still accepts).
 """
@@ -30,6 +31,7 @@ from shared.storage import StorageBackend
 from workers.ai import client as ai
 from workers.doc import client as doc
 from workers.email import client as email
+from workers.email.feedback.router import feedback_router
 from workers.export import client as export
 
 from .auth import admin_dependency, caller_dependency, org_dependency
@@ -74,6 +76,8 @@ def create_app(
         prefix="/jobs",
     )
     app.include_router(health_router(runtime))
+    # No key: the recipient's mailbox provider calls it with the link's signed token.
+    app.include_router(feedback_router(runtime), prefix="/email")
     _errors(app)
     documents_storage: list[StorageBackend] = [storage] if storage else []
 

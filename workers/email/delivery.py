@@ -41,6 +41,7 @@ from shared.errors import AlreadyDone, FleetError, PermanentError, RetryLater
 from shared.jobs.context import JobContext
 
 from . import sequences, store
+from .feedback import unsubscribe
 from .message import build_message, envelope_address, message_id_for, serialize
 from .smtp import SmtpDeferred, SmtpOutcomeUnknown, SmtpRejected
 from .wiring import Mailer
@@ -111,6 +112,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             reply_to=row.reply_to,
             date=now,
             lang=row.lang,
+            headers=unsubscribe.headers(m.settings, m.feedback_key, row, now),
         )
         content = serialize(message, envelope)
     except PermanentError as exc:

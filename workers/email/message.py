@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email import policy
@@ -147,14 +147,20 @@ def build_message(
     reply_to: str | None = None,
     date: datetime,
     lang: str,
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[Message, Envelope]:
     """The message and its envelope; CR/LF in any header value is a `HeaderInjection`.
 
     An ASCII envelope (the usual case) is built with the legacy `email.mime` classes: the
     header registry of `EmailMessage` cost ~10 ms of CPU per message, most of a worker's CPU
     in the benchmark (issue 16); non-ASCII names and subjects become RFC 2047 encoded-words
-    there too. A message that needs SMTPUTF8 (raw UTF-8 addresses) uses `EmailMessage`."""
+    there too. A message that needs SMTPUTF8 (raw UTF-8 addresses) uses `EmailMessage`.
+    `headers`: more ASCII headers (List-Unsubscribe, feedback/unsubscribe.py)."""
     _single_line("subject", rendered.subject)
+    for name, value in (headers or {}).items():
+        _single_line(name, value)
+        if not (name.isascii() and value.isascii()):
+            raise HeaderInjection(f"header {name} is not ASCII")
     from_name, from_addr = parseaddr(from_header)
     sender = envelope_address(envelope_sender(from_header))
     recipients = tuple(envelope_address(a) for a in (to, *cc))
@@ -173,6 +179,8 @@ def build_message(
         date=date,
         lang=lang,
     )
+    for name, value in (headers or {}).items():
+        msg[name] = value
     return msg, envelope
 
 

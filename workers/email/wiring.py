@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from shared.runtime import Runtime, get_runtime
@@ -53,6 +54,13 @@ class Mailer:
         """Close the pooled SMTP connections (QUIT)."""
         if self.smtp_pool is not None:
             self.smtp_pool.close()
+
+    @cached_property
+    def feedback_key(self) -> bytes:
+        """The key of the feedback tokens (unsubscribe links): feedback/tokens.py."""
+        from .feedback.tokens import feedback_key
+
+        return feedback_key(self.settings)
 
     @property
     def sending_grace_s(self) -> float:

@@ -1,0 +1,88 @@
+"""The email feedback router a product API mounts, outside its own auth (the caller is a
+mailbox provider or a recipient's browser, with nothing but the token of the link):
+
+    from workers.email.feedback.router import feedback_router
+
+    app.include_router(feedback_router(), prefix="/email")   # = EMAIL_FEEDBACK_URL's path
+
+`POST /unsubscribe/{token}`: RFC 8058 one-click unsubscribe (200, idempotent). `GET` of the same
+URL changes nothing and answers a confirmation page whose button POSTs. A forged token: 400, an
+expired one: 410, an email that no longer exists: 404; nothing changes.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoints' annotations.
+import html
+from collections.abc import Callable
+from datetime import datetime
+
+import structlog
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from shared.runtime import Runtime, get_runtime
+
+from ..wiring import utcnow
+from . import tokens, unsubscribe
+
+log = structlog.get_logger("jobfleet.email.feedback")
+
+
+def feedback_router(
+    runtime: Callable[[], Runtime] = get_runtime,
+    *,
+    clock: Callable[[], datetime] = utcnow,
+) -> APIRouter:
+    router = APIRouter(tags=["email feedback"])
+    keys: list[bytes] = []
+
+    def key() -> bytes:
+        if not keys:
+            keys.append(tokens.feedback_key(runtime().settings))
+        return keys[0]
+
+    def check(token: str, request: Request) -> tokens.EmailRef | JSONResponse:
+        try:
+            return tokens.verify(key(), unsubscribe.PURPOSE, token, clock())
+        except tokens.ExpiredToken:
+            return _refused(request, 410, "TOKEN_EXPIRED", "this unsubscribe link has expired")
+        except tokens.BadToken as exc:
+            return _refused(request, 400, "INVALID_TOKEN", f"not a valid unsubscribe link: {exc}")
+
+    @router.post("/unsubscribe/{token}")
+    def one_click(token: str, request: Request) -> JSONResponse:
+        ref = check(token, request)
+        if isinstance(ref, JSONResponse):
+            return ref
+        with runtime().pool.connection() as conn:
+            done = unsubscribe.unsubscribe(conn, ref, clock())
+        if done is None:
+            return _refused(request, 404, "NOT_FOUND", "no such email")
+        return JSONResponse(
+            {"status": "UNSUBSCRIBED", "new": done.new, "sequences_stopped": done.sequences_stopped}
+        )
+
+    @router.get("/unsubscribe/{token}", response_class=HTMLResponse)
+    def confirm_page(token: str, request: Request) -> HTMLResponse:
+        ref = check(token, request)
+        if isinstance(ref, JSONResponse):
+            return HTMLResponse(
+                "<!doctype html><p>This unsubscribe link is not valid.</p>",
+                status_code=ref.status_code,
+            )
+        action = html.escape(str(request.url.path), quote=True)
+        return HTMLResponse(
+            "<!doctype html><title>Unsubscribe</title>"
+            f'<form method="post" action="{action}">'
+            f'<input type="hidden" name="List-Unsubscribe" value="One-Click">'
+            "<button>Unsubscribe</button></form>"
+        )
+
+    return router
+
+
+def _refused(request: Request, status: int, code: str, detail: str) -> JSONResponse:
+    client = request.client.host if request.client else None
+    log.warning(
+        "email.feedback_refused", path=request.url.path.split("/")[-2], code=code, client=client
+    )
+    return JSONResponse({"code": code, "detail": detail}, status_code=status)

@@ -1,0 +1,111 @@
+"""Signed, expiring tokens that name one email: `<payload>.<signature>`, both base64url.
+
+The payload is `<email id hex>.<org id hex>.<expiry, unix seconds, base 36>`; the signature is
+HMAC-SHA256 under a key derived from the feedback key and the token's purpose (an unsubscribe
+token is no VERP token), truncated to 128 bits. Only ASCII letters, digits, `-` and `_`: the
+token goes into URL paths and local parts as is.
+
+The key: `EMAIL_FEEDBACK_KEY`, else a random key written once under `VAR_DIR` (every process of
+one machine shares it; a fleet on several machines sets the setting).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+if TYPE_CHECKING:
+    from shared.config import Settings
+
+SIGNATURE_BYTES = 16
+
+
+class BadToken(ValueError):
+    """Not a token this fleet signed (forged, truncated, another purpose)."""
+
+
+class ExpiredToken(BadToken):
+    """A genuine token past its expiry."""
+
+
+@dataclass(frozen=True)
+class EmailRef:
+    email_id: UUID
+    org_id: UUID
+    expires: int  # unix seconds
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _purpose_key(key: bytes, purpose: str) -> bytes:
+    return hmac.new(key, f"jobfleet-email-{purpose}".encode(), hashlib.sha256).digest()
+
+
+def sign(key: bytes, purpose: str, email_id: UUID, org_id: UUID, expires: datetime) -> str:
+    body = f"{email_id.hex}.{org_id.hex}.{_base36(int(expires.timestamp()))}".encode()
+    mac = hmac.new(_purpose_key(key, purpose), body, hashlib.sha256).digest()[:SIGNATURE_BYTES]
+    return f"{_b64(body)}.{_b64(mac)}"
+
+
+def verify(key: bytes, purpose: str, token: str, now: datetime) -> EmailRef:
+    """The email the token names; `BadToken` when forged, `ExpiredToken` when expired."""
+    try:
+        body_b64, mac_b64 = token.split(".")
+        body, mac = _unb64(body_b64), _unb64(mac_b64)
+    except (ValueError, TypeError):
+        raise BadToken("malformed token") from None
+    expected = hmac.new(_purpose_key(key, purpose), body, hashlib.sha256).digest()
+    if not hmac.compare_digest(mac, expected[:SIGNATURE_BYTES]):
+        raise BadToken("bad signature")
+    try:
+        email_hex, org_hex, expiry = body.decode("ascii").split(".")
+        ref = EmailRef(UUID(hex=email_hex), UUID(hex=org_hex), int(expiry, 36))
+    except (ValueError, UnicodeDecodeError):
+        raise BadToken("malformed payload") from None
+    if ref.expires < now.timestamp():
+        raise ExpiredToken(f"expired at {ref.expires}")
+    return ref
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def feedback_key(settings: Settings) -> bytes:
+    """`EMAIL_FEEDBACK_KEY`, else the machine's random key under `VAR_DIR` (created once)."""
+    if settings.email_feedback_key is not None:
+        return settings.email_feedback_key.get_secret_value().encode()
+    path = Path(settings.var_dir) / "email-feedback.key"
+    if not path.exists():  # written whole, then linked: a concurrent reader never sees it empty
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(secrets.token_hex(32).encode())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process was first: its key is the machine's
+        finally:
+            tmp.unlink()
+    return path.read_bytes().strip()
