@@ -12,6 +12,7 @@ from dramatiq.middleware import TimeLimit
 from .broker import FleetRedisBroker, build_broker
 from .config import Settings, get_settings
 from .consumer import consumers_check
+from .db.connect import connect_kwargs, pooled
 from .db.watch import RunStoreWatch
 from .jobs import catalog
 from .jobs.run_writer import RunWriter
@@ -82,9 +83,13 @@ def _stop(broker: FleetRedisBroker, writer: RunWriter) -> None:
 
 def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
     """A broker with the fleet's worker middleware (tracking, retries, heartbeat, metrics)."""
+    kwargs = connect_kwargs(settings)
     writer = RunWriter(
-        lambda: psycopg.connect(settings.database_dsn, autocommit=True, connect_timeout=5),
+        lambda: psycopg.connect(
+            settings.database_dsn, autocommit=True, connect_timeout=5, **kwargs
+        ),
         max_batch=settings.tracking_batch_max,
+        pooled=pooled(settings),
     )
     broker = build_broker(settings)
     broker.store_watch = RunStoreWatch(

@@ -7,6 +7,7 @@ only. The README's configuration table is generated from this class (`fleet conf
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -43,6 +44,12 @@ class Settings(BaseSettings):
     database_url: str = Field(
         default="postgresql+psycopg://postgres@127.0.0.1:5432/jobfleet",
         description="Postgres, the system of record (SQLAlchemy URL, psycopg 3 driver)",
+    )
+    database_pooler: Literal["none", "transaction"] = Field(
+        default="none",
+        description="`transaction`: DATABASE_URL is a PgBouncer in transaction pooling mode "
+        "(no prepared statements, no session SET or startup options, outbox relay polls "
+        "instead of LISTEN; docs/scaling.md)",
     )
     broker_namespace: str = Field(default="dramatiq", description="Redis key prefix of the broker")
     heartbeat_timeout_ms: int = Field(

@@ -26,6 +26,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from .contracts.base import Payload
+from .db.connect import pooled
 from .db.models import OutboxEvent
 from .errors import FleetError
 from .jobs import catalog
@@ -165,7 +166,10 @@ def run_relay(runtime: Runtime, stop: threading.Event, *, interval_s: float = 1.
     """The relay loop of `fleet outbox relay` and the scheduler: every second, or on NOTIFY."""
     relay = relay_id()
     listener: psycopg.Connection[Any] | None = None
-    log.info("outbox.relay_started", relay=relay)
+    # Behind a transaction-mode pooler LISTEN hears nothing (its server connection goes back to
+    # the pool once the statement ends): the relay then polls every `interval_s`.
+    listens = not pooled(runtime.settings)
+    log.info("outbox.relay_started", relay=relay, listens=listens)
     try:
         while not stop.is_set():
             try:
@@ -176,6 +180,9 @@ def run_relay(runtime: Runtime, stop: threading.Event, *, interval_s: float = 1.
                         continue
             except psycopg.Error as exc:
                 log.error("outbox.relay_error", error=str(exc))
+            if not listens:
+                stop.wait(interval_s)
+                continue
             try:
                 if listener is None or listener.closed:
                     listener = psycopg.connect(

@@ -44,11 +44,17 @@ class Runtime:
         message itself is in Redis, and the worker re-creates a lost row when it starts."""
         from psycopg_pool import ConnectionPool
 
+        from .db.connect import connect_kwargs, pooled
+
+        # Behind a transaction-mode pooler no startup `options` (PgBouncer refuses them): the
+        # pool's own writes then commit synchronously; QUEUED rows go through the writer's
+        # fast lane, which sets synchronous_commit=off per transaction.
+        options = {} if pooled(self.settings) else {"options": "-c synchronous_commit=off"}
         return ConnectionPool(
             self.settings.database_dsn,
             min_size=1,
             max_size=16,
-            kwargs={"options": "-c synchronous_commit=off"},
+            kwargs={**options, **connect_kwargs(self.settings)},
             name="jobfleet-producer",
             open=True,
             timeout=3.0,
@@ -56,9 +62,10 @@ class Runtime:
 
     @cached_property
     def engine(self) -> Engine:
+        from .db.connect import connect_kwargs
         from .db.engine import make_engine
 
-        return make_engine(self.settings.database_url)
+        return make_engine(self.settings.database_url, connect_args=connect_kwargs(self.settings))
 
     @cached_property
     def sessions(self) -> sessionmaker[Session]:
@@ -71,13 +78,15 @@ class Runtime:
         """Group-commit writer of this process's QUEUED rows."""
         import psycopg
 
+        from .db.connect import connect_kwargs, pooled
         from .jobs.run_writer import RunWriter
 
-        dsn = self.settings.database_dsn
+        dsn, kwargs = self.settings.database_dsn, connect_kwargs(self.settings)
         return RunWriter(
-            lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5),
+            lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5, **kwargs),
             max_batch=self.settings.tracking_batch_max,
             name="jobfleet-queued-writer",
+            pooled=pooled(self.settings),
         )
 
     @cached_property

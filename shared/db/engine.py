@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.orm import Session, sessionmaker
 
 
-def make_engine(url: str, *, pool_size: int = 5) -> Engine:
-    return create_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
+def make_engine(
+    url: str, *, pool_size: int = 5, connect_args: dict[str, Any] | None = None
+) -> Engine:
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=10,
+        pool_pre_ping=True,
+        connect_args=connect_args or {},
+    )
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -267,16 +267,24 @@ class RunWriter:
         max_batch: int = 256,
         linger_ms: float = 10,
         name: str = "jobfleet-run-writer",
+        pooled: bool = False,
     ) -> None:
+        # pooled: `connect` goes through a transaction-mode pooler (shared/db/connect.py).
         self._fast = _Lane(
             connect,
             durable=False,
             max_batch=max_batch,
             linger_s=linger_ms / 1000,
             name=f"{name}-fast",
+            pooled=pooled,
         )
         self._durable = _Lane(
-            connect, durable=True, max_batch=max_batch, linger_s=0, name=f"{name}-durable"
+            connect,
+            durable=True,
+            max_batch=max_batch,
+            linger_s=0,
+            name=f"{name}-durable",
+            pooled=pooled,
         )
         #: The latest rows refused for what they hold (most recent last), for operators/tests.
         self.refused: collections.deque[RowRefused] = collections.deque(maxlen=REFUSED_KEPT)
@@ -470,9 +478,11 @@ class _Lane:
         max_batch: int,
         linger_s: float,
         name: str,
+        pooled: bool = False,
     ) -> None:
         self._connect = connect
         self._durable = durable
+        self._pooled = pooled
         self._max_batch = max_batch
         self._linger_s = linger_s
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
@@ -640,9 +650,19 @@ class _Lane:
                 self._queue.put(op)
 
     def _write(self, batch: Sequence[_Op]) -> list[Any]:
+        conn = self._connection()
+        if not self._pooled:
+            return self._statements(conn, batch)
+        # Behind a transaction-mode pooler a session SET would stay on one server connection
+        # and apply to other clients' transactions: the batch is one transaction that sets its
+        # own commit mode (shared/db/connect.py).
+        with conn.transaction():
+            conn.execute(f"SET LOCAL synchronous_commit TO {'on' if self._durable else 'off'}")
+            return self._statements(conn, batch)
+
+    def _statements(self, conn: psycopg.Connection[Any], batch: Sequence[_Op]) -> list[Any]:
         """One statement per kind of write in the batch, each its own (autocommit) transaction:
         the rows belong to different jobs and need no atomicity together."""
-        conn = self._connection()
         results: dict[int, Any] = {}
         by_kind: dict[str, list[_Op]] = {}
         for op in batch:
@@ -695,13 +715,15 @@ class _Lane:
         if self._conn is None or self._conn.closed:
             conn = self._connect()
             conn.autocommit = True
-            conn.execute(f"SET synchronous_commit TO {'on' if self._durable else 'off'}")
-            # psycopg prepares a statement run 5 times, and Postgres may then keep one generic
-            # plan for it. A plan made while job_runs was small (or never analyzed: autovacuum
-            # off) joins the batch to it by a sequential scan, forever: measured here, FINISH
-            # went from 0.1 to 6 ms per row over 150,000 rows. A custom plan per batch costs
-            # ~0.1 ms of planning and always sees the table as it is.
-            conn.execute("SET plan_cache_mode TO force_custom_plan")
+            if not self._pooled:  # pooled: SET LOCAL per batch (`_write`)
+                conn.execute(f"SET synchronous_commit TO {'on' if self._durable else 'off'}")
+                # psycopg prepares a statement run 5 times, and Postgres may then keep one
+                # generic plan for it. A plan made while job_runs was small (or never analyzed:
+                # autovacuum off) joins the batch to it by a sequential scan, forever: measured
+                # here, FINISH went from 0.1 to 6 ms per row over 150,000 rows. A custom plan
+                # per batch costs ~0.1 ms of planning and always sees the table as it is.
+                # (Pooled: nothing is prepared, every execution is planned with its values.)
+                conn.execute("SET plan_cache_mode TO force_custom_plan")
             self._conn = conn
         return self._conn
 
