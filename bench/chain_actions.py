@@ -182,7 +182,7 @@ def mints_in_blocks(args: argparse.Namespace) -> dict[str, Any]:
         runtime.sender.flush()
         procs = [worker(env, args.threads)]
         killed = False
-        deadline = time.monotonic() + 600
+        deadline = time.monotonic() + args.deadline
         with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
             while True:
                 done, dead = conn.execute(
@@ -245,6 +245,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--blocks", action="store_true", help="mints per block (1 s blocks)")
     parser.add_argument("--kill", action="store_true", help="with --blocks: SIGKILL mid-batch")
+    parser.add_argument(
+        "--deadline", type=float, default=300, help="with --blocks: report after this many s"
+    )
     args = parser.parse_args()
     if args.blocks:
         print(json.dumps(mints_in_blocks(args), indent=2))
