@@ -264,6 +264,18 @@ class Settings(BaseSettings):
         default_factory=lambda: ["otp-code", "support-reply"],
         description="Templates sent without List-Unsubscribe (sequence steps always carry it)",
     )
+    # Bounces (DSNs, RFC 3464) come back to a VERP envelope sender `bounces+<tag>@<domain>`.
+    email_bounce_domain: str | None = Field(
+        default=None,
+        description="Domain of the VERP envelope senders (default: the From address's); "
+        "its MX (or the relay's transport) leads to the inbound listener",
+    )
+    email_inbound_host: str = Field(
+        default="127.0.0.1", description="Address the inbound SMTP listener (DSNs) binds"
+    )
+    email_inbound_port: int = Field(
+        default=2526, description="Port of the inbound SMTP listener (`email-inbound` process)"
+    )
 
     # --- storage port and export worker (issue 6; shared/storage, workers/export) ---
     storage_backend: str = Field(

@@ -27,7 +27,16 @@ from .embedded import redis as embedded_redis
 from .embedded import smtp as embedded_smtp
 from .metrics_dir import fresh
 from .net import port_free
-from .plan import CONSOLE, PRODUCT_API, console_spec, fleet_plan, lookup, product_api_spec
+from .plan import (
+    CONSOLE,
+    EMAIL_INBOUND,
+    PRODUCT_API,
+    console_spec,
+    email_inbound_spec,
+    fleet_plan,
+    lookup,
+    product_api_spec,
+)
 from .status import table, wait_ready
 from .supervisor import Supervisor
 
@@ -75,7 +84,7 @@ def launch(
     env = dict(os.environ)
     services: list[Service] = []
     try:
-        fleet_only = [name for name in only if name not in (PRODUCT_API, CONSOLE)]
+        fleet_only = [name for name in only if name not in (PRODUCT_API, CONSOLE, EMAIL_INBOUND)]
         plan = fleet_plan(settings, only=fleet_only) if fleet_only or not only else []
         api = product_api_spec(env) if not only or PRODUCT_API in only else None
         if api is not None and not port_free(api.health_port) and PRODUCT_API not in only:
@@ -92,6 +101,15 @@ def launch(
             console = None
         if console is not None:
             plan.append(console)
+        inbound = email_inbound_spec(env) if not only or EMAIL_INBOUND in only else None
+        if inbound is not None and EMAIL_INBOUND not in only:
+            smtp_port = int(env.get("EMAIL_INBOUND_PORT") or settings.email_inbound_port)
+            busy_ports = [p for p in (inbound.health_port, smtp_port) if not port_free(p)]
+            if busy_ports:  # the DSN listener, like the console: a busy port skips it
+                say(f"email inbound listener not started: port {busy_ports[0]} in use")
+                inbound = None
+        if inbound is not None:
+            plan.append(inbound)
         busy = [
             f"{spec.name} {spec.health_port}" for spec in plan if not port_free(spec.health_port)
         ]

@@ -131,5 +131,20 @@ def console_spec(env: Mapping[str, str]) -> ProcessSpec | None:
     return ProcessSpec(CONSOLE, argv, port, {"CONSOLE_PORT": str(port)})
 
 
+#: The email domain's inbound SMTP listener (workers/email/feedback/inbound.py): takes the
+#: DSNs sent back to the VERP senders. `make run` starts it like the console (skipped when its
+#: ports are busy); SMTP on EMAIL_INBOUND_PORT (2526), /health on EMAIL_INBOUND_HEALTH_PORT (8185).
+EMAIL_INBOUND = "email-inbound"
+
+
+def email_inbound_spec(env: Mapping[str, str]) -> ProcessSpec | None:
+    """`python -m workers.email.feedback.inbound`, or None without the `email` extra."""
+    if importlib.util.find_spec("aiosmtpd") is None:
+        return None
+    port = int(env.get("EMAIL_INBOUND_HEALTH_PORT") or 8185)
+    argv = (sys.executable, "-m", "workers.email.feedback.inbound")
+    return ProcessSpec(EMAIL_INBOUND, argv, port, {"HEALTH_PORT": str(port)})
+
+
 def lookup(settings: Settings, name: str) -> ProcessSpec:
     return fleet_plan(settings, only=[name])[0]

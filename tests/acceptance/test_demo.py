@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from shared.jobs import catalog
-from shared.launcher.plan import CONSOLE, NAMES, PRODUCT_API
+from shared.launcher.plan import CONSOLE, EMAIL_INBOUND, NAMES, PRODUCT_API
 from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.wait import wait_for
@@ -58,7 +58,7 @@ def fake_ai() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def fleet_env(runtime: Runtime, tmp_path: Path, fake_ai: FakeOpenAI) -> dict[str, str]:
-    base = free_block(10)
+    base = free_block(12)
     ns = test_env()["BROKER_NAMESPACE"]
     env = {
         **os.environ,
@@ -71,6 +71,8 @@ def fleet_env(runtime: Runtime, tmp_path: Path, fake_ai: FakeOpenAI) -> dict[str
         "PRODUCT_API_PORT": str(base + 8),
         "PRODUCT_API_URL": f"http://127.0.0.1:{base + 8}",
         "CONSOLE_PORT": str(base + 9),  # the operator console (make run starts it too)
+        "EMAIL_INBOUND_PORT": str(base + 10),  # the DSN listener (SMTP) and its /health
+        "EMAIL_INBOUND_HEALTH_PORT": str(base + 11),
         "KEEPER_LOCK_KEY": f"{ns}:chain:keeper-lock",
         # Brisker periodic jobs than production's, so that the round ends within the test.
         "KEEPER_INTERVAL_MS": "1000",
@@ -138,8 +140,8 @@ def test_make_run_then_demo_settles_every_job_completed_and_sigterm_exits_0(
         assert status.returncode == 0, status.stderr
         report = json.loads(status.stdout)
         states = {p["name"]: p["state"] for p in report["workers"]["processes"]}
-        # + the example API and the operator console
-        assert states == {name: "ready" for name in (*NAMES, PRODUCT_API, CONSOLE)}
+        # + the example API, the operator console and the email inbound listener
+        assert states == {name: "ready" for name in (*NAMES, PRODUCT_API, CONSOLE, EMAIL_INBOUND)}
         assert report["workers"]["heartbeats"]["alive"] >= 5
         assert report["outbox"]["pending"] == 0
         assert report["scheduler"]["runs"]["lottery-keeper"]["ok"] >= 1

@@ -29,7 +29,7 @@ Outcomes (issue 3; BlockLucky's sender logged a refusal and reported success, se
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -41,7 +41,7 @@ from shared.errors import AlreadyDone, FleetError, PermanentError, RetryLater
 from shared.jobs.context import JobContext
 
 from . import sequences, store
-from .feedback import unsubscribe
+from .feedback import bounces, unsubscribe
 from .message import build_message, envelope_address, message_id_for, serialize
 from .smtp import SmtpDeferred, SmtpOutcomeUnknown, SmtpRejected
 from .wiring import Mailer
@@ -114,6 +114,8 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             lang=row.lang,
             headers=unsubscribe.headers(m.settings, m.feedback_key, row, now),
         )
+        # VERP: a DSN comes back to an address naming this email (feedback/bounces.py).
+        envelope = replace(envelope, sender=bounces.verp_sender(m.settings, m.feedback_key, row))
         content = serialize(message, envelope)
     except PermanentError as exc:
         _finish(m, row, "FAILED", error_code=exc.code, error=str(exc))

@@ -1,6 +1,6 @@
 """The `scheduled_emails` rows: loading (scoped by org) and every state change of a send.
 
-    SCHEDULED -> QUEUED -> SENDING -> SENT
+    SCHEDULED -> QUEUED -> SENDING -> SENT -> BOUNCED (a DSN, later: feedback/bounces.py)
                     \\          \\-> FAILED (5xx) | QUEUED (4xx, retried) | UNCONFIRMED
                      \\-> QUEUED (4xx or unreachable: deferred) -> ... | FAILED (outage window over)
                      \\-> FAILED (template, address) | CANCELED (sequence stopped)

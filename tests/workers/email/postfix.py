@@ -9,6 +9,10 @@ test server:
   (or discarded after its queueing, `deliver=False`: what the benchmark measures)
 `port` offers SMTPUTF8; `ascii_port` (same instance) does not, like many relays;
 `limited_port` allows `connection_limit` concurrent connections per client (421 beyond).
+  bounce-me*@  accepted, then refused by the transport (error:5.1.1): Postfix writes a DSN
+               (RFC 3464) to the envelope sender
+Mail for `bounces.test.jobfleet` (VERP senders: the DSNs) is relayed over SMTP to
+127.0.0.1:`bounce_port`, where a test runs the inbound listener.
 A Subject holding `reject-at-data` is refused by cleanup's header_checks (550 5.7.1 to DATA)
 after cleanup has logged its Message-ID; the log is `<dir>/maillog` (postlogd).
 
@@ -64,6 +68,9 @@ relay_domains = static:ALL
 default_transport = {transport}
 relay_transport = {transport}
 local_transport = {transport}
+transport_maps = regexp:{d}/etc/transport.regexp
+# else smtpd refuses at RCPT what the error transport would bounce (no DSN to test)
+smtpd_reject_unlisted_recipient = no
 smtpd_restriction_classes = greylisting
 greylisting = check_policy_service inet:127.0.0.1:{grey_port}
 smtpd_recipient_restrictions = check_recipient_access regexp:{d}/etc/recipients.regexp,
@@ -101,6 +108,7 @@ flush     unix  n - n 1000? 0 flush
 proxymap  unix  - - n - - proxymap
 showq     unix  n - n - - showq
 error     unix  - - n - - error
+smtp      unix  - - n - - smtp
 retry     unix  - - n - - error
 discard   unix  - - n - - discard
 anvil     unix  - - n - 1 anvil
@@ -119,6 +127,13 @@ DELIVER_SH = """#!/bin/sh
 # one file per delivery: <queue id>-<pid>.eml
 cat > "$1-$$.eml"
 """
+
+TRANSPORT = """\
+/^bounce-me/ error:5.1.1 Mailbox does not exist (test transport)
+/@bounces\\.test\\.jobfleet$/ smtp:[127.0.0.1]:{bounce_port}
+"""
+#: The domain of the VERP senders whose mail (DSNs) goes to `bounce_port`.
+BOUNCE_DOMAIN = "bounces.test.jobfleet"
 
 HEADER_CHECKS = "/^Subject:.*reject-at-data/ REJECT 5.7.1 Message content rejected\n"
 
@@ -139,6 +154,7 @@ class Postfix:
         self.ascii_port = free_port()
         self.limited_port = free_port()
         self.grey_port = free_port()
+        self.bounce_port = free_port()
         self.greylist_delay_s = greylist_delay_s
         self.smtputf8 = smtputf8
         self.connection_limit = connection_limit
@@ -179,11 +195,13 @@ class Postfix:
             "smtputf8": "yes" if self.smtputf8 else "no",
             "connection_limit": self.connection_limit,
             "transport": "filed" if self.deliver else "discard",
+            "bounce_port": self.bounce_port,
         }
         (d / "etc" / "main.cf").write_text(MAIN_CF.format(**values))
         (d / "etc" / "master.cf").write_text(MASTER_CF.format(**values))
         (d / "etc" / "recipients.regexp").write_text(RECIPIENTS)
         (d / "etc" / "header_checks.regexp").write_text(HEADER_CHECKS)
+        (d / "etc" / "transport.regexp").write_text(TRANSPORT.format(**values))
         (d / "etc" / "deliver.sh").write_text(DELIVER_SH)
         (d / "etc" / "deliver.sh").chmod(0o755)
         self.postgrey = subprocess.Popen(

@@ -81,6 +81,42 @@ def verify(key: bytes, purpose: str, token: str, now: datetime) -> EmailRef:
     return ref
 
 
+VERP_PREFIX = "bounces+"
+VERP_SIGNATURE_BYTES = 10
+
+
+def verp_token(key: bytes, email_id: UUID) -> str:
+    """The VERP tag of an email: base32 (lower case: local parts may be case-folded on the way
+    back) of its id and an 80-bit signature, 42 characters; `bounces+` + it fits the 64 octets
+    of a local part (RFC 5321 §4.5.3.1.1). No expiry: a DSN can come days later."""
+    mac = hmac.new(_purpose_key(key, "verp"), email_id.bytes, hashlib.sha256).digest()
+    raw = email_id.bytes + mac[:VERP_SIGNATURE_BYTES]
+    return base64.b32encode(raw).decode("ascii").rstrip("=").lower()
+
+
+def verp_address(key: bytes, email_id: UUID, domain: str) -> str:
+    return f"{VERP_PREFIX}{verp_token(key, email_id)}@{domain}"
+
+
+def verp_email_id(key: bytes, address: str) -> UUID:
+    """The email a VERP address names; `BadToken` when it is not one this fleet signed."""
+    local = address.rpartition("@")[0] if "@" in address else address
+    if not local.lower().startswith(VERP_PREFIX):
+        raise BadToken("not a VERP address")
+    tag = local[len(VERP_PREFIX) :].upper()
+    try:
+        raw = base64.b32decode(tag + "=" * (-len(tag) % 8))
+    except ValueError:
+        raise BadToken("malformed VERP tag") from None
+    if len(raw) != 16 + VERP_SIGNATURE_BYTES:
+        raise BadToken("malformed VERP tag")
+    email_id = UUID(bytes=raw[:16])
+    expected = hmac.new(_purpose_key(key, "verp"), raw[:16], hashlib.sha256).digest()
+    if not hmac.compare_digest(raw[16:], expected[:VERP_SIGNATURE_BYTES]):
+        raise BadToken("bad VERP signature")
+    return email_id
+
+
 def _base36(n: int) -> str:
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     out = ""
