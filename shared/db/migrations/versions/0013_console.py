@@ -11,6 +11,7 @@ Revises: 0001
   on a large live `job_runs`, writes wait while they build (about 2 s per index per million
   rows here); create them `CONCURRENTLY` by hand first to avoid that (the names are below, and
   the migration skips an index that exists).
+- `ix_job_runs_console_dead`: the Dead-letters page's counts and error codes (index-only).
 - `ix_job_runs_finished_at_job`: the Overview's durations per job and rate per minute read only
   the index (finished in the last hour).
 """
@@ -31,6 +32,12 @@ INDEXES = {
     "ix_job_runs_console_status": "(status, queued_at DESC, job_id DESC)",
     "ix_job_runs_console_entity": "(entity_id)",
     "ix_job_runs_console_request": "(request_id) WHERE request_id IS NOT NULL",
+    # Dead letters: their count under any filter, and the error codes seen, read from the index
+    # alone (a heap fetch per dead run made "dead letters by error code" 420 ms at 1M runs).
+    "ix_job_runs_console_dead": (
+        "(queued_at DESC, job_id DESC) INCLUDE (error_code, queue, job_name, org_id)"
+        " WHERE status = 'DEAD'"
+    ),
     "ix_job_runs_finished_at_job": (
         "(finished_at) INCLUDE (job_name, queue, status, started_at) WHERE finished_at IS NOT NULL"
     ),
