@@ -264,6 +264,11 @@ class Settings(BaseSettings):
         default_factory=lambda: ["otp-code", "support-reply"],
         description="Templates sent without List-Unsubscribe (sequence steps always carry it)",
     )
+    email_tracked_templates: list[str] = Field(
+        default_factory=list,
+        description="Templates whose emails get an open pixel and tracked links (opt-in; "
+        "never for an org with tracking off)",
+    )
     # Bounces (DSNs, RFC 3464) come back to a VERP envelope sender `bounces+<tag>@<domain>`.
     email_bounce_domain: str | None = Field(
         default=None,

@@ -187,3 +187,43 @@ def resend(
         typer.echo(f"error [{exc.code}]: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"requeued {replay.job_id}")
+
+
+@app.command()
+def feedback(
+    org: Annotated[uuid.UUID, typer.Option(help="Org of the emails")],
+    email_id: Annotated[
+        uuid.UUID | None, typer.Option("--email", help="One email (default: all of the org)")
+    ] = None,
+    tracking: Annotated[
+        str | None, typer.Option(help="Turn the org's open/click tracking `on` or `off`")
+    ] = None,
+) -> None:
+    """Opens, clicks, DSN bounces and unsubscribes of an org (docs/email.md, feedback loop)."""
+    from shared.runtime import get_runtime
+
+    from .feedback import tracking as track
+    from .wiring import utcnow
+
+    with get_runtime().pool.connection() as conn:
+        if tracking is not None:
+            if tracking not in ("on", "off"):
+                typer.echo("error: --tracking on|off", err=True)
+                raise typer.Exit(2)
+            track.set_org_tracking(conn, org, tracking == "on", utcnow())
+            typer.echo(f"tracking {tracking} for org {org}")
+        found = track.counts(conn, org, email_id)
+        row = conn.execute(
+            "SELECT count(*) FILTER (WHERE status = 'BOUNCED') FROM scheduled_emails"
+            " WHERE org_id = %s AND (%s::uuid IS NULL OR id = %s)",
+            (org, email_id, email_id),
+        ).fetchone()
+        unsubscribed = conn.execute(
+            "SELECT count(*) FROM email_suppressions WHERE org_id = %s AND reason = 'UNSUBSCRIBED'",
+            (org,),
+        ).fetchone()
+    assert row is not None and unsubscribed is not None
+    typer.echo(
+        f"opened {found['opened']}  clicks {found['clicks']} (emails clicked {found['clicked']})"
+        f"  bounced (DSN) {row[0]}  unsubscribed addresses {unsubscribed[0]}"
+    )

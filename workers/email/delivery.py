@@ -41,7 +41,7 @@ from shared.errors import AlreadyDone, FleetError, PermanentError, RetryLater
 from shared.jobs.context import JobContext
 
 from . import sequences, store
-from .feedback import bounces, unsubscribe
+from .feedback import bounces, tracking, unsubscribe
 from .message import build_message, envelope_address, message_id_for, serialize
 from .smtp import SmtpDeferred, SmtpOutcomeUnknown, SmtpRejected
 from .wiring import Mailer
@@ -83,6 +83,11 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
     # One round trip for the three queries (pipeline): under load each costs a context switch.
     with m.pool.connection() as conn, conn.pipeline():
         bounce = sequences.query_bounce(conn, payload.org_id, payload.recipient_email)
+        tracked = (
+            tracking.query_enabled(conn, payload.org_id)
+            if payload.template_key in m.settings.email_tracked_templates
+            else None
+        )
         row = store.load_for_send(conn, payload, now)
         stop = _stop_before_send(
             conn,
@@ -94,6 +99,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             if payload.template_key in m.settings.email_bounce_exempt_templates
             else sequences.bounce_of(bounce),
         )
+        track = stop is None and tracking.enabled_of(tracked)
     if stop is not None:
         if stop.error is not None:
             raise stop.error
@@ -102,6 +108,8 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
     message_id = message_id_for(job.job_id, m.settings.email_message_id_domain)
     try:
         rendered = m.templates.render(row.template_key, row.lang, row.variables)
+        if track:  # an opt-in template, and the org did not turn tracking off
+            rendered = tracking.instrument(m.settings, m.feedback_key, row, now, rendered)
         message, envelope = build_message(
             rendered,
             message_id=message_id,

@@ -32,6 +32,7 @@ import structlog
 from .. import sequences
 from ..message import ascii_domain, envelope_address, envelope_sender
 from . import tokens
+from .tracking import EVENTS
 
 if TYPE_CHECKING:
     from shared.config import Settings
@@ -140,6 +141,8 @@ def apply_dsn(
             conn, org_id, address, reason=sequences.BOUNCED, now=now, detail=report.diagnostic
         )
         suppressed.append(address)
+    if bounced:
+        EVENTS.labels(event="bounce").inc()
     log.info("email.dsn", email_id=str(email_id), bounced=bounced, suppressed=len(suppressed))
     return Outcome(email_id, bounced, suppressed)
 

@@ -6,7 +6,9 @@ mailbox provider or a recipient's browser, with nothing but the token of the lin
     app.include_router(feedback_router(), prefix="/email")   # = EMAIL_FEEDBACK_URL's path
 
 `POST /unsubscribe/{token}`: RFC 8058 one-click unsubscribe (200, idempotent). `GET` of the same
-URL changes nothing and answers a confirmation page whose button POSTs. A forged token: 400, an
+URL changes nothing and answers a confirmation page whose button POSTs. `GET /o/{token}.gif`: the
+open pixel (the first open recorded); `GET /c/{token}/{mac}?u=<url>`: a tracked link, recorded,
+302 to `url` only when the mac says it was in that email (tracking.py). A forged token: 400, an
 expired one: 410, an email that no longer exists: 404; nothing changes.
 """
 
@@ -17,12 +19,12 @@ from datetime import datetime
 
 import structlog
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from shared.runtime import Runtime, get_runtime
 
 from ..wiring import utcnow
-from . import tokens, unsubscribe
+from . import tokens, tracking, unsubscribe
 
 log = structlog.get_logger("jobfleet.email.feedback")
 
@@ -77,7 +79,33 @@ def feedback_router(
             "<button>Unsubscribe</button></form>"
         )
 
+    @router.get("/o/{token}.gif")
+    def opened(token: str, request: Request) -> Response:
+        try:
+            ref = tracking.verify_open(key(), token, clock())
+        except tokens.BadToken as exc:
+            return _refused(request, 410 if isinstance(exc, tokens.ExpiredToken) else 400,
+                            "INVALID_TOKEN", str(exc))  # fmt: skip
+        with runtime().pool.connection() as conn:
+            tracking.record_open(conn, ref, request.headers.get("user-agent"), clock())
+        return Response(tracking.PIXEL, media_type="image/gif", headers=NO_STORE)
+
+    @router.get("/c/{token}/{mac}")
+    def clicked(token: str, mac: str, u: str, request: Request) -> Response:
+        try:
+            ref = tracking.verify_click(key(), token, mac, u, clock())
+        except tokens.ExpiredToken:
+            return _refused(request, 410, "TOKEN_EXPIRED", "this tracked link has expired")
+        except tokens.BadToken as exc:
+            return _refused(request, 400, "INVALID_TOKEN", str(exc))
+        with runtime().pool.connection() as conn:
+            tracking.record_click(conn, ref, u, request.headers.get("user-agent"), clock())
+        return RedirectResponse(u, status_code=302, headers=NO_STORE)
+
     return router
+
+
+NO_STORE = {"Cache-Control": "no-store, private"}
 
 
 def _refused(request: Request, status: int, code: str, detail: str) -> JSONResponse:

@@ -25,6 +25,7 @@ import structlog
 
 from .. import sequences, store
 from . import tokens
+from .tracking import EVENTS
 
 if TYPE_CHECKING:
     from shared.config import Settings
@@ -75,6 +76,8 @@ def unsubscribe(
         return None
     already = sequences.is_suppressed(conn, row.org_id, row.recipient_email)
     stopped = sequences.unsubscribe(conn, row.org_id, row.recipient_email, now=now)
+    if not already:
+        EVENTS.labels(event="unsubscribe").inc()
     log.info(
         "email.unsubscribed",
         email_id=str(row.id),

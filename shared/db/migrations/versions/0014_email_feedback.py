@@ -1,5 +1,5 @@
-"""email: feedback loop (issue 22): BOUNCED emails from delivery status notifications, and the
-inbound messages kept for inspection
+"""email: feedback loop (issue 22): BOUNCED emails from delivery status notifications, the
+inbound messages kept for inspection, opens and clicks, the org's tracking switch
 
 Revision ID: 0014_email_feedback
 Revises: 0010_email
@@ -43,8 +43,44 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_email_inbound_kept"),
     )
 
+    # Opens (the first per email) and clicks (each), with the time and the user agent.
+    op.create_table(
+        "email_events",
+        sa.Column("id", sa.BigInteger(), sa.Identity(), nullable=False),
+        sa.Column("email_id", sa.UUID(), nullable=False),
+        sa.Column("org_id", sa.UUID(), nullable=False),
+        sa.Column("kind", sa.String(16), nullable=False),  # open | click
+        sa.Column("url", sa.Text(), nullable=True),
+        sa.Column("user_agent", sa.Text(), nullable=True),
+        sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id", name="pk_email_events"),
+    )
+    op.create_index("ix_email_events_email", "email_events", ["email_id", "kind"])
+    op.create_index(
+        "uq_email_events_first_open",
+        "email_events",
+        ["email_id"],
+        unique=True,
+        postgresql_where=sa.text("kind = 'open'"),
+    )
+    # An org that turned tracking off: none of its emails is tracked, whatever the template.
+    op.create_table(
+        "email_org_settings",
+        sa.Column("org_id", sa.UUID(), nullable=False),
+        sa.Column("tracking", sa.Boolean(), server_default=sa.true(), nullable=False),
+        sa.Column(
+            "updated_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.PrimaryKeyConstraint("org_id", name="pk_email_org_settings"),
+    )
+
 
 def downgrade() -> None:
+    op.drop_table("email_org_settings")
+    op.drop_table("email_events")
     op.drop_table("email_inbound_kept")
     op.drop_column("scheduled_emails", "bounced_at")
     op.execute("UPDATE scheduled_emails SET status = 'FAILED' WHERE status = 'BOUNCED'")
