@@ -162,8 +162,10 @@ def redis_client(url: str) -> redis.Redis:
 def build_broker(
     settings: Settings, *, middleware: Sequence[dramatiq.Middleware] = ()
 ) -> FleetRedisBroker:
+    from .redis_conn import client  # REDIS_URL, or the master REDIS_SENTINELS name
+
     return FleetRedisBroker(
-        client=redis_client(settings.redis_url),
+        client=client(settings),
         namespace=settings.broker_namespace,
         heartbeat_timeout=settings.heartbeat_timeout_ms,
         middleware=list(middleware),

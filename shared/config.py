@@ -51,6 +51,21 @@ class Settings(BaseSettings):
         "(no prepared statements, no session SET or startup options, outbox relay polls "
         "instead of LISTEN; docs/scaling.md)",
     )
+    redis_sentinels: str = Field(
+        default="",
+        description="Redis Sentinels `host:port,host:port,...`: the master they name replaces "
+        "REDIS_URL's host and port (its password, db and rediss:// TLS options still apply)",
+    )
+    redis_sentinel_master: str = Field(
+        default="mymaster", description="Name of the master the Sentinels monitor"
+    )
+    redis_sentinel_username: str | None = Field(
+        default=None, description="Username of the Sentinels themselves (ACL)"
+    )
+    redis_sentinel_password: SecretStr | None = Field(
+        default=None, description="Password of the Sentinels themselves (`requirepass`)"
+    )
+    redis_sentinel_tls: bool = Field(default=False, description="Talk TLS to the Sentinels")
     broker_namespace: str = Field(default="dramatiq", description="Redis key prefix of the broker")
     heartbeat_timeout_ms: int = Field(
         default=5_000, description="A worker silent this long is dead; its messages are requeued"

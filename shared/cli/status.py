@@ -46,13 +46,12 @@ def _guard(section: Callable[[], Section]) -> Section:
 
 
 def queues(settings: Settings) -> Section:
-    import redis
-
+    from shared import redis_conn
     from shared.jobs import catalog
     from shared.observability.probes import queue_depths
     from shared.pauses import paused_queues
 
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+    client = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)
     try:
         depth = queue_depths(client, settings, catalog.QUEUES)
         paused = paused_queues(client, settings.broker_namespace)
@@ -69,11 +68,10 @@ def queues(settings: Settings) -> Section:
 
 def heartbeats(settings: Settings, *, now_ms: float | None = None) -> Section:
     """Consumers whose heartbeat is younger than `heartbeat_timeout_ms` (Dramatiq's own rule)."""
-    import redis
-
+    from shared import redis_conn
     from shared.consumer import dead_consumers_key
 
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+    client = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)
     try:
         beats: list[Any] = list(
             client.zrange(f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True)
