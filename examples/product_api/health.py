@@ -18,12 +18,10 @@ def health_router(runtime: Callable[[], Runtime]) -> APIRouter:
 
     def all_checks() -> dict[str, Callable[[], None]]:
         if not checks:
-            import redis
+            from shared import redis_conn
 
             settings = runtime().settings
-            client = redis.Redis.from_url(
-                settings.redis_url, socket_connect_timeout=1, socket_timeout=1
-            )
+            client = redis_conn.client(settings, socket_connect_timeout=1, socket_timeout=1)
             checks["redis"] = probes.redis_check(client)
             checks["postgres"] = probes.postgres_check(settings.database_dsn)
         return checks

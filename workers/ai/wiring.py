@@ -67,7 +67,7 @@ class Ai:
 
 
 def build_ai(runtime: Runtime, **overrides: Any) -> Ai:
-    import redis
+    from shared import redis_conn
 
     from . import usage
 
@@ -78,7 +78,7 @@ def build_ai(runtime: Runtime, **overrides: Any) -> Ai:
         with pool.connection() as conn:
             return usage.tokens_on(conn, org_id, day)
 
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=5)
+    client = redis_conn.client(settings, socket_timeout=5, socket_connect_timeout=5)
     parts: dict[str, Any] = {
         "settings": settings,
         "pool": pool,
