@@ -78,7 +78,8 @@ def dead(request: Request, con: Con, op: Op) -> HTMLResponse:
     data = _page(con, op, request, flt)
     total = search.count(con.runtime(), flt, orgs=op.orgs, cap=10_000)
     return con.render(
-        request, op, "dead.html", page="dead", facets=search.facets(con.runtime()), total=total,
+        request, op, "dead.html", page="dead", total=total,
+        facets=search.facets(con.runtime(), error_codes=True),
         **data,
     )  # fmt: skip
 

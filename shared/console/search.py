@@ -9,7 +9,7 @@ own cursor format), so a page costs an index range scan however deep it is: migr
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -56,7 +56,8 @@ class RunFilter:
                 if f.name == "org_id":
                     values[f.name] = UUID(raw)
                 elif f.name in ("since", "until"):
-                    values[f.name] = datetime.fromisoformat(raw)
+                    at = datetime.fromisoformat(raw)  # the form's local time is UTC (as shown)
+                    values[f.name] = at if at.tzinfo else at.replace(tzinfo=UTC)
                 elif f.name == "status":
                     if raw.upper() not in STATUSES:
                         raise ValueError(f"unknown status {raw!r}")
@@ -178,16 +179,19 @@ def run_detail(
     return {"run": data, "executions": executions, "replays": replays}
 
 
-def facets(runtime: Runtime) -> dict[str, list[str]]:
-    """The choices of the filter forms: job names and queues of the catalog, error codes seen
-    among dead runs (the partial scan of `ix_job_runs_console_status`)."""
+def facets(runtime: Runtime, *, error_codes: bool = False) -> dict[str, list[str]]:
+    """The choices of the filter forms: job names and queues of the catalog, and (dead letters)
+    the error codes of the latest 5,000 dead runs (`ix_job_runs_console_dead` alone)."""
     from ..jobs import catalog
 
-    with runtime.pool.connection() as conn:
-        codes = conn.execute(
-            "SELECT DISTINCT error_code FROM (SELECT error_code FROM job_runs WHERE status = 'DEAD'"
-            " ORDER BY queued_at DESC LIMIT 5000) AS d WHERE error_code IS NOT NULL ORDER BY 1"
-        ).fetchall()
+    codes: list[tuple[str]] = []
+    if error_codes:
+        with runtime.pool.connection() as conn:
+            codes = conn.execute(
+                "SELECT DISTINCT error_code FROM (SELECT error_code FROM job_runs"
+                " WHERE status = 'DEAD' ORDER BY queued_at DESC, job_id DESC LIMIT 5000) AS d"
+                " WHERE error_code IS NOT NULL ORDER BY 1"
+            ).fetchall()
     return {
         "job_names": sorted(catalog.BY_NAME),
         "queues": list(catalog.QUEUES),
