@@ -284,6 +284,14 @@ class Settings(BaseSettings):
         description="Templates whose emails get an open pixel and tracked links (opt-in; "
         "never for an org with tracking off)",
     )
+    email_sns_cert_hosts: list[str] = Field(
+        default_factory=lambda: ["sns.*.amazonaws.com"],
+        description="Hosts whose SigningCertURL is trusted for SES events via SNS "
+        "(`*`: one DNS label)",
+    )
+    email_sns_max_age_s: float = Field(
+        default=3_600.0, gt=0, description="SNS messages older than this are refused (replay)"
+    )
     # Bounces (DSNs, RFC 3464) come back to a VERP envelope sender `bounces+<tag>@<domain>`.
     email_bounce_domain: str | None = Field(
         default=None,

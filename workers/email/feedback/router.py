@@ -9,7 +9,9 @@ mailbox provider or a recipient's browser, with nothing but the token of the lin
 URL changes nothing and answers a confirmation page whose button POSTs. `GET /o/{token}.gif`: the
 open pixel (the first open recorded); `GET /c/{token}/{mac}?u=<url>`: a tracked link, recorded,
 302 to `url` only when the mac says it was in that email (tracking.py). A forged token: 400, an
-expired one: 410, an email that no longer exists: 404; nothing changes.
+expired one: 410, an email that no longer exists: 404; nothing changes. `POST /ses/sns`: Amazon
+SES events through an SNS subscription (sns.py): 200, or 401 when unsigned, badly signed,
+replayed or too old.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the endpoints' annotations.
@@ -19,12 +21,13 @@ from datetime import datetime
 
 import structlog
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from shared.runtime import Runtime, get_runtime
 
 from ..wiring import utcnow
-from . import tokens, tracking, unsubscribe
+from . import sns, tokens, tracking, unsubscribe
 
 log = structlog.get_logger("jobfleet.email.feedback")
 
@@ -33,9 +36,20 @@ def feedback_router(
     runtime: Callable[[], Runtime] = get_runtime,
     *,
     clock: Callable[[], datetime] = utcnow,
+    sns_fetch: sns.Fetch = sns.fetch_https,
 ) -> APIRouter:
+    """`sns_fetch`: how SNS signing certificates (and SubscribeURLs) are fetched."""
     router = APIRouter(tags=["email feedback"])
     keys: list[bytes] = []
+    verifiers: list[sns.Verifier] = []
+
+    def verifier() -> sns.Verifier:
+        if not verifiers:
+            settings = runtime().settings
+            verifiers.append(
+                sns.Verifier(settings.email_sns_cert_hosts, settings.email_sns_max_age_s, sns_fetch)
+            )
+        return verifiers[0]
 
     def key() -> bytes:
         if not keys:
@@ -102,6 +116,20 @@ def feedback_router(
             tracking.record_click(conn, ref, u, request.headers.get("user-agent"), clock())
         return RedirectResponse(u, status_code=302, headers=NO_STORE)
 
+    @router.post("/ses/sns")
+    async def ses_event(request: Request) -> JSONResponse:
+        body = await request.body()
+        return await run_in_threadpool(_ses_event, body, request)
+
+    def _ses_event(body: bytes, request: Request) -> JSONResponse:
+        try:
+            with runtime().pool.connection() as conn:
+                done = sns.handle(conn, verifier(), key(), body, clock())
+        except sns.Refused as exc:
+            return _refused(request, 401, "UNAUTHORIZED", str(exc))
+        log.info("email.ses_event", outcome=done)
+        return JSONResponse({"status": done})
+
     return router
 
 
@@ -110,7 +138,6 @@ NO_STORE = {"Cache-Control": "no-store, private"}
 
 def _refused(request: Request, status: int, code: str, detail: str) -> JSONResponse:
     client = request.client.host if request.client else None
-    log.warning(
-        "email.feedback_refused", path=request.url.path.split("/")[-2], code=code, client=client
-    )
+    route = getattr(request.scope.get("endpoint"), "__name__", None)  # not the path: tokens
+    log.warning("email.feedback_refused", route=route, code=code, reason=detail, client=client)
     return JSONResponse({"code": code, "detail": detail}, status_code=status)

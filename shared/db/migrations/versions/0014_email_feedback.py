@@ -1,5 +1,6 @@
 """email: feedback loop (issue 22): BOUNCED emails from delivery status notifications, the
-inbound messages kept for inspection, opens and clicks, the org's tracking switch
+inbound messages kept for inspection, opens and clicks, the org's tracking switch, provider
+(SES via SNS) events seen
 
 Revision ID: 0014_email_feedback
 Revises: 0010_email
@@ -76,9 +77,30 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("org_id", name="pk_email_org_settings"),
     )
+    # SNS MessageIds already taken (a replay is refused); SES events find emails by Message-ID.
+    op.create_table(
+        "email_provider_events",
+        sa.Column("provider", sa.String(16), nullable=False),
+        sa.Column("message_id", sa.String(255), nullable=False),
+        sa.Column("kind", sa.String(64), nullable=False),
+        sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("provider", "message_id", name="pk_email_provider_events"),
+    )
+    op.add_column(
+        "scheduled_emails", sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=True)
+    )
+    op.create_index(
+        "ix_scheduled_emails_message_id",
+        "scheduled_emails",
+        ["message_id"],
+        postgresql_where=sa.text("message_id IS NOT NULL"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_scheduled_emails_message_id", table_name="scheduled_emails")
+    op.drop_column("scheduled_emails", "delivered_at")
+    op.drop_table("email_provider_events")
     op.drop_table("email_org_settings")
     op.drop_table("email_events")
     op.drop_table("email_inbound_kept")
