@@ -79,6 +79,19 @@ def seed(db: Any) -> dict[str, Any]:
         " VALUES (%s, 'bounced@example.com', 'BOUNCED', '550 no such user')",
         (org,),
     )
+    db.execute(
+        "INSERT INTO chain_actions (job_id, type, round_id, status, tx_hash, attempts)"
+        " VALUES ('claim_prize-31337-0xabc-7-0xdef', 'CLAIM_PRIZE', 7, 'CONFIRMED', '0x' || repeat('ab', 32), 1)"
+    )
+    db.execute(
+        "INSERT INTO keeper_actions (chain_id, contract, ran_at, holder, outcome, round_id)"
+        " VALUES (31337, '0x0000000000000000000000000000000000000001', now(), 'scheduler-1',"
+        " 'draw_requested', 7)"
+    )
+    db.execute(
+        "INSERT INTO console_audit (actor, action, target, count, client)"
+        " VALUES ('ops@example.com', 'purge', 'selection of 2', 2, '127.0.0.1')"
+    )
     return {"org": org, "other": other, "secret": secret, "dead": dead, "more_dead": more_dead}
 
 
