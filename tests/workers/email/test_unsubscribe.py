@@ -9,10 +9,11 @@ from __future__ import annotations
 import email
 import email.policy
 import re
+import smtplib
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
@@ -21,7 +22,7 @@ from examples.product_api.app import create_app
 from shared.jobs import catalog
 from tests.support.wait import wait_for
 from tests.workers.email.helpers import row, schedule, unique, wait_row
-from workers.email import sequences
+from workers.email import sequences, store
 from workers.email.due import run_due
 from workers.email.feedback import tokens, unsubscribe
 
@@ -167,3 +168,42 @@ def test_forged_and_expired_tokens_are_refused_and_change_nothing(runtime, db, a
 
     assert api.post(f"/email/unsubscribe/{good}").status_code == 200  # the genuine one works
     assert _state(db, org, to, seq) == ("UNSUBSCRIBED", "STOPPED")
+
+
+def test_the_mailto_unsubscribes_through_the_inbound_listener(runtime, db) -> None:
+    from tests.workers.email.postfix import free_port
+    from workers.email.feedback import inbound
+    from workers.email.wiring import utcnow
+
+    to = unique("by-mail")
+    seq = _start(db, to)
+    step = _step(db, seq, 0)
+    email_row = store.get(db, step["id"], step["org_id"])
+    assert email_row is not None
+    key = tokens.feedback_key(runtime.settings)
+    header = unsubscribe.headers(runtime.settings, key, email_row, datetime.now(UTC))
+    mailto = urlsplit(_links_of(header["List-Unsubscribe"])[1])
+    address, subject = mailto.path, unquote(mailto.query.removeprefix("subject="))
+
+    port = free_port()
+    handler = inbound.InboundHandler(runtime.pool, key, utcnow, address)
+    controller = inbound.start("127.0.0.1", port, handler)
+    try:
+        with smtplib.SMTP("127.0.0.1", port, timeout=10) as smtp:
+            forged = subject[:-4] + ("AAAA" if not subject.endswith("AAAA") else "BBBB")
+            smtp.sendmail(to, [address], f"Subject: {forged}\r\n\r\n".encode())
+            kept = db.execute(
+                "SELECT reason FROM email_inbound_kept WHERE rcpt_to = %s", (address,)
+            ).fetchall()
+            assert len(kept) == 1 and "BadToken" in kept[0][0]
+            assert _state(db, email_row.org_id, to, seq) == (None, "ACTIVE")
+
+            smtp.sendmail(to, [address], f"Subject: {subject}\r\n\r\nplease\r\n".encode())
+    finally:
+        controller.stop()
+    assert _state(db, email_row.org_id, to, seq) == ("UNSUBSCRIBED", "STOPPED")
+
+
+def _links_of(value: str) -> tuple[str, str]:
+    targets = re.findall(r"<([^>]+)>", value)
+    return targets[0], targets[1]

@@ -1,10 +1,12 @@
-"""The inbound SMTP listener: takes the DSNs sent back to the VERP senders (bounces.py).
+"""The inbound SMTP listener: takes the DSNs sent back to the VERP senders (bounces.py), and
+the unsubscribe requests sent to List-Unsubscribe's mailto (`EMAIL_UNSUBSCRIBE_MAILTO`, when its
+domain's MX leads here too: unsubscribe.by_mail).
 
     python -m workers.email.feedback.inbound      # `email-inbound` under `make run`
 
 aiosmtpd on `EMAIL_INBOUND_HOST:EMAIL_INBOUND_PORT`, the MX (or the relay's transport) of
-`EMAIL_BOUNCE_DOMAIN` pointing at it. RCPT accepts only VERP addresses this fleet signed (550
-otherwise: no open mailbox). After DATA each recipient's DSN is applied in its own transaction;
+`EMAIL_BOUNCE_DOMAIN` pointing at it. RCPT accepts only VERP addresses this fleet signed and
+the unsubscribe address (550 otherwise: no open mailbox). After DATA each recipient's DSN is applied in its own transaction;
 a message that cannot be used (not a DSN, a broken report, an email that no longer exists) is
 kept whole in `email_inbound_kept` and logged, and still answered 250: retrying would not make
 it readable. Only when even keeping it fails (the database is down) is the answer 451, so the
@@ -23,7 +25,7 @@ from typing import Any
 import structlog
 from aiosmtpd.controller import Controller
 
-from . import bounces, tokens
+from . import bounces, tokens, unsubscribe
 
 log = structlog.get_logger("jobfleet.email.feedback")
 
@@ -32,16 +34,25 @@ MAX_BYTES = 1_000_000
 
 
 class InboundHandler:
-    def __init__(self, pool: Any, key: bytes, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        pool: Any,
+        key: bytes,
+        clock: Callable[[], datetime],
+        unsubscribe_address: str | None = None,
+    ) -> None:
         self.pool = pool
         self.key = key
         self.clock = clock
+        #: List-Unsubscribe's mailto (EMAIL_UNSUBSCRIBE_MAILTO), when it leads here.
+        self.unsubscribe_address = (unsubscribe_address or "").lower() or None
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: list[str]
     ) -> str:
         try:
-            tokens.verp_email_id(self.key, address)
+            if address.lower() != self.unsubscribe_address:
+                tokens.verp_email_id(self.key, address)
         except tokens.BadToken:
             return "550 5.1.1 No such mailbox"
         envelope.rcpt_tos.append(address)
@@ -63,7 +74,11 @@ class InboundHandler:
             try:
                 with self.pool.connection() as conn:
                     conn.execute("SET LOCAL synchronous_commit TO on")
-                    bounces.apply_dsn(conn, self.key, rcpt, raw, self.clock())
+                    if rcpt.lower() == self.unsubscribe_address:
+                        if unsubscribe.by_mail(conn, self.key, raw, self.clock()) is None:
+                            raise LookupError("no such email")
+                    else:
+                        bounces.apply_dsn(conn, self.key, rcpt, raw, self.clock())
             except Exception as exc:  # unusable: kept for an operator
                 reason = f"{type(exc).__name__}: {exc}"
                 with self.pool.connection() as conn:
@@ -96,7 +111,9 @@ def main() -> None:
     configure_logging(level=settings.log_level, fmt=settings.log_format, process="email-inbound")
     runtime = Runtime(settings)
     set_runtime(runtime)
-    handler = InboundHandler(runtime.pool, tokens.feedback_key(settings), utcnow)
+    handler = InboundHandler(
+        runtime.pool, tokens.feedback_key(settings), utcnow, settings.email_unsubscribe_mailto
+    )
     controller = start(settings.email_inbound_host, settings.email_inbound_port, handler)
     health = None
     if settings.health_port:

@@ -15,6 +15,9 @@ nothing either: it answers a page whose button POSTs.
 
 from __future__ import annotations
 
+import email
+import email.policy
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -86,3 +89,18 @@ def unsubscribe(
         sequences_stopped=stopped,
     )
     return Unsubscribed(row.recipient_email, not already, stopped)
+
+
+_MAILTO_SUBJECT = re.compile(r"\bunsubscribe\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)", re.IGNORECASE)
+
+
+def by_mail(
+    conn: psycopg.Connection[Any], key: bytes, raw: bytes, now: datetime
+) -> Unsubscribed | None:
+    """The List-Unsubscribe mailto: a message whose Subject is `unsubscribe <token>` (the link's
+    token, signed and expiring as for the URL). `tokens.BadToken` when there is none."""
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    found = _MAILTO_SUBJECT.search(str(msg.get("Subject") or ""))
+    if found is None:
+        raise tokens.BadToken("no `unsubscribe <token>` subject")
+    return unsubscribe(conn, tokens.verify(key, PURPOSE, found.group(1), now), now)
