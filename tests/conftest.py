@@ -83,8 +83,10 @@ def runtime(settings: Settings, database: str) -> Iterator[Runtime]:
 
 
 @pytest.fixture
-def db(database: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(database, autocommit=True) as conn:
+def db(settings: Settings, database: str) -> Iterator[psycopg.Connection[Any]]:
+    from shared.db.connect import connect_kwargs  # DATABASE_POOLER=transaction: nothing prepared
+
+    with psycopg.connect(database, autocommit=True, **connect_kwargs(settings)) as conn:
         yield conn
 
 
