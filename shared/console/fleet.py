@@ -83,28 +83,46 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     return rows
 
 
+#: The durations read at most this many of the last hour's runs (the latest): the Overview's
+#: cost stays bounded whatever the throughput (at 100 jobs/s an hour is 360,000 runs).
+DURATION_SAMPLE = 20_000
+
+
 def durations(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
-    """Per job name, runs finished in the last hour: how many, failed, p50 and p95 of
-    started → finished (ms). Reads `ix_job_runs_finished_at_job` only (with org scope: rows)."""
+    """Per job name, runs finished in the last hour (at most the latest `DURATION_SAMPLE`):
+    how many, dead, p50 and p95 of started -> finished (ms). An index-only scan of
+    `ix_job_runs_finished_at_job` (with an org scope: rows), one sort per job name."""
     scope, params = _org_scope(orgs)
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(
+        rows = cur.execute(
             """
             SELECT job_name, count(*) AS runs,
                    count(*) FILTER (WHERE status = 'DEAD') AS dead,
-                   percentile_cont(0.5) WITHIN GROUP (ORDER BY d) AS p50_ms,
-                   percentile_cont(0.95) WITHIN GROUP (ORDER BY d) AS p95_ms
+                   percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY d) AS p
               FROM (SELECT job_name, status,
                            extract(epoch FROM finished_at - started_at) * 1000 AS d
                       FROM job_runs
                      WHERE finished_at IS NOT NULL AND finished_at >= now() - interval '1 hour'
             """
             + scope
-            + """) AS f
+            + """
+                     ORDER BY finished_at DESC LIMIT %s) AS f
              GROUP BY job_name ORDER BY job_name
             """,
-            params,
+            [*params, DURATION_SAMPLE],
         ).fetchall()
+    sampled = sum(r["runs"] for r in rows) >= DURATION_SAMPLE
+    return [
+        {
+            "job_name": r["job_name"],
+            "runs": r["runs"],
+            "dead": r["dead"],
+            "p50_ms": (r["p"] or [None, None])[0],
+            "p95_ms": (r["p"] or [None, None])[1],
+            "sampled": sampled,
+        }
+        for r in rows
+    ]
 
 
 def workers(runtime: Runtime, state_file: Path, *, now_ms: float | None = None) -> Section:
