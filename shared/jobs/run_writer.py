@@ -245,8 +245,13 @@ class _Waiter:
         self._lock.release()
 
     def result(self, timeout: float) -> Any:
+        """The result, for any number of callers: the lock is released again at once, since an
+        outcome is waited for by the acker and, after a crash, by a run that must not start
+        before its neighbours' outcomes are durable. (Kept acquired, the second caller waited
+        out its whole timeout: acks stalled 60 s and redelivered runs sat still.)"""
         if not self._lock.acquire(timeout=timeout):
             raise TimeoutError(f"run store write not done after {timeout}s")
+        self._lock.release()
         if self._error is not None:
             raise self._error
         return self._value

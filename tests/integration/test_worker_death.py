@@ -56,3 +56,31 @@ def test_a_job_of_a_sigkilled_worker_runs_again_on_another_worker_within_15_s(
     assert second.events("run.finished")[0]["job_id"] == sent.job_id
     # Stock Dramatiq's main process exits when a child dies: the launcher's supervisor restarts it.
     assert first.wait(10) != 0
+
+
+@pytest.mark.slow
+def test_every_job_of_a_sigkilled_worker_with_many_in_flight_runs_again(
+    runtime, procs: Procs
+) -> None:
+    """Found by the chain bench: with several jobs in flight, a killed worker's runs stayed
+    RUNNING with an expired lease and were never redelivered."""
+    first = procs.worker(threads=4, env=HEARTBEAT, name="first")
+    org = uuid.uuid4()
+    sent = [
+        SLEEP.send(
+            {"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": 2.0, "marker": "m"}
+        )
+        for _ in range(12)
+    ]
+    wait_for(
+        lambda: sum(line.startswith("start ") for line in procs.mark_lines()) >= 4,
+        what="4 jobs in flight",
+    )
+    second = procs.worker(threads=4, env=HEARTBEAT, name="second")
+    (child,) = first.children()
+    os.kill(child, signal.SIGKILL)
+
+    for job in sent:
+        run = wait_run(job.job_id, "COMPLETED", org_id=org, timeout=60)
+        assert run.attempt <= 2
+    assert second.alive()

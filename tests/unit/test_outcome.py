@@ -122,3 +122,17 @@ def test_the_worker_broker_has_no_dramatiq_retries_middleware(settings: Settings
     # Metrics must be registered before Tracking: after-hooks run in reverse, and Metrics reads
     # the outcome Tracking decided.
     assert names.index("Metrics") < names.index("Tracking")
+
+
+def test_a_write_result_is_given_to_every_caller_that_waits_for_it() -> None:
+    """The acker and a taken-over run both wait for one outcome: neither may consume it."""
+    import threading
+
+    from shared.jobs.run_writer import _Waiter
+
+    waiter = _Waiter()
+    threading.Timer(0.05, waiter.set_result, args=("done",)).start()
+
+    assert waiter.result(2.0) == "done"
+    assert waiter.result(0.1) == "done"
+    assert waiter.result(0.1) == "done"
