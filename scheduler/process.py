@@ -21,8 +21,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import Counter, Histogram
 
-from shared import pauses, periodic
-from shared.broker import redis_client
+from shared import pauses, periodic, redis_conn
 from shared.config import Settings, get_settings
 from shared.observability import probes
 from shared.observability.health import HealthServer
@@ -178,7 +177,7 @@ def health_server(settings: Settings, scheduler: BackgroundScheduler) -> HealthS
         if not scheduler.running:
             raise RuntimeError("scheduler not running")
 
-    client = redis_client(settings.redis_url)
+    client = redis_conn.client(settings)  # REDIS_URL, or the master REDIS_SENTINELS name
     return HealthServer(
         host=settings.health_host,
         port=settings.health_port,

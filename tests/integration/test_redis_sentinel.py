@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +25,7 @@ from shared.config import Settings
 from shared.errors import BrokerUnavailable
 from shared.runtime import Runtime, set_runtime
 from tests.support.jobs import ECHO
-from tests.support.procs import Proc, Procs
+from tests.support.procs import Proc, Procs, free_port
 from tests.support.sentinel import SentinelGroup
 from tests.support.wait import wait_for
 
@@ -35,6 +37,16 @@ def _completed(db, org: uuid.UUID) -> int:
         "SELECT count(*) FROM job_runs WHERE org_id = %s AND status = 'COMPLETED'", (org,)
     ).fetchone()
     return int(row[0])
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
 
 
 def _relayed_since(runtime: Runtime, key: str, since: float) -> bool:
@@ -75,9 +87,10 @@ def test_a_failover_mid_drain_loses_no_job(
     try:
         sent = [ECHO.send(payload(n)).job_id for n in range(FIRST)]
         assert producer.settle(30)
+        health = free_port()
         scheduler = Proc(
             [sys.executable, "-m", "scheduler"],
-            env=procs.env({**ha, "HEALTH_PORT": "0", "OUTBOX_RELAY_INTERVAL_MS": "300"}),
+            env=procs.env({**ha, "HEALTH_PORT": str(health), "OUTBOX_RELAY_INTERVAL_MS": "300"}),
             log_path=procs.tmp / "ha-scheduler.log",
         )
         procs.started.append(scheduler)
@@ -123,6 +136,11 @@ def test_a_failover_mid_drain_loses_no_job(
             what=f"a scheduler pass after the failover:\n{scheduler.log()[-2000:]}",
         )
         assert scheduler.alive()
+        wait_for(
+            lambda: _status(f"http://127.0.0.1:{health}/health/ready") == 200,
+            timeout=20,
+            what="the scheduler ready (its Redis check on the promoted master)",
+        )
     finally:
         set_runtime(previous)
         producer.close()
