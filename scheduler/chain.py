@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from shared import redis_conn
 from shared.chain.abi import BADGE, LOTTERY
 from shared.chain.client import ChainClient
 from shared.chain.errors import ContractNotDeployed, RpcUnavailable
@@ -41,7 +42,6 @@ class ChainJobs:
 
 
 def build(runtime: Runtime) -> ChainJobs:
-    import redis
 
     s = runtime.settings
     client = ChainClient.connect(s.chain_rpc_url, timeout_s=s.chain_rpc_timeout_s)
@@ -67,7 +67,7 @@ def build(runtime: Runtime) -> ChainJobs:
         budget_s=s.indexer_tick_budget_s,
         hash_depth=s.indexer_hash_depth,
     )
-    redis_client = redis.Redis.from_url(s.redis_url, socket_timeout=2, socket_connect_timeout=2)
+    redis_client = redis_conn.client(s, socket_timeout=2, socket_connect_timeout=2)
     journal = ActionJournal(runtime.pool.connection)
     locks = SignerLocks(
         redis_client,

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import redis_conn
 from ..cli import output
 from ..config import Settings, get_settings
 from .abi import BADGE, COORDINATOR, LOTTERY
@@ -145,14 +146,11 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
     settings = get_settings()
     client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
     chain_id = client.check_chain(settings.chain_id)
-    import redis
 
     from .indexer_status import indexer_status, keeper_status
 
     head = client.block_number()
-    lock_redis = redis.Redis.from_url(
-        settings.redis_url, socket_timeout=2, socket_connect_timeout=2
-    )
+    lock_redis = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)
     with _db(settings) as conn:
         contracts = {name: d.address for name, d in deployments(conn, chain_id).items()}
         operator = operator_address(conn)

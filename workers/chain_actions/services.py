@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 
+from shared import redis_conn
 from shared.chain.abi import BADGE, LOTTERY
 from shared.chain.address import to_checksum_address
 from shared.chain.client import ChainClient
@@ -23,14 +24,13 @@ from .domain import Collaborators
 
 
 def build(runtime: Runtime) -> Collaborators:
-    import redis
 
     settings: Settings = runtime.settings
     client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
     chain_id = client.check_chain(settings.chain_id)
     journal = ActionJournal(runtime.pool.connection)
     locks = SignerLocks(
-        redis.Redis.from_url(settings.redis_url, socket_timeout=5),
+        redis_conn.client(settings, socket_timeout=5),
         chain_id=chain_id,
         ttl_ms=settings.chain_signer_lock_ttl_ms,
         wait_ms=settings.chain_signer_lock_wait_ms,
@@ -96,7 +96,6 @@ _outages: dict[int, Outages] = {}
 
 def outages(runtime: Runtime) -> Outages:
     """Where this process keeps each action's node outage (Redis; needs no node to be built)."""
-    import redis
 
     key = id(runtime)
     if key not in _outages:
@@ -104,7 +103,7 @@ def outages(runtime: Runtime) -> Outages:
             if key not in _outages:
                 settings = runtime.settings
                 _outages[key] = Outages(
-                    redis.Redis.from_url(settings.redis_url, socket_timeout=5),
+                    redis_conn.client(settings, socket_timeout=5),
                     settings.broker_namespace,
                     OutagePolicy.from_settings(settings),
                 )
