@@ -21,7 +21,15 @@ import yaml
 
 from shared.config import Settings
 from shared.jobs import catalog
-from shared.launcher.plan import NAMES, PRODUCT_API, WORKERS, lookup, product_api_spec
+from shared.launcher.plan import (
+    CONSOLE,
+    NAMES,
+    PRODUCT_API,
+    WORKERS,
+    console_spec,
+    lookup,
+    product_api_spec,
+)
 from shared.runtime import Runtime
 from tests.unit.test_compose import normalised, plan_settings  # noqa: F401  (fixture)
 
@@ -94,7 +102,7 @@ def test_the_overlay_patches_and_generates_what_the_base_has() -> None:
 
 def test_every_process_of_the_plan_is_a_deployment_and_nothing_else_is() -> None:
     # ... and the example product API, a producer beside the fleet (not a row of NAMES).
-    assert sorted(by_kind("Deployment")) == sorted((*NAMES, PRODUCT_API))
+    assert sorted(by_kind("Deployment")) == sorted((*NAMES, PRODUCT_API, CONSOLE))
 
 
 def test_the_product_api_runs_as_the_launcher_starts_it_and_its_service_reaches_it() -> None:
@@ -130,6 +138,30 @@ def test_the_product_api_runs_as_the_launcher_starts_it_and_its_service_reaches_
     assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
     (port,) = service["spec"]["ports"]
     assert port["targetPort"] == "http"
+
+
+def test_the_console_runs_as_the_launcher_starts_it_behind_a_token_from_the_secret() -> None:
+    spec = console_spec({"CONSOLE_PORT": "8190"})
+    if spec is None:
+        pytest.skip("the console's dependencies are not installed (the api extra)")
+    deployment = by_kind("Deployment")[CONSOLE]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert normalised(container["command"]) == normalised(spec.argv)
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env == {"CONSOLE_HOST": "0.0.0.0", "CONSOLE_PORT": str(spec.health_port)}
+    assert container["ports"] == [{"name": "http", "containerPort": spec.health_port}]
+    refs = {next(iter(ref.values()))["name"] for ref in container["envFrom"]}
+    assert refs == {"jobfleet-config", "jobfleet-secrets"}
+    example = (K8S / "overlays" / "example" / "secrets.env.example").read_text()
+    assert "CONSOLE_TOKEN=" in example  # off loopback the console refuses to start without it
+    probes = {container[p]["httpGet"]["path"] for p in ("livenessProbe", "readinessProbe")}
+    from shared.console.app import create_app
+
+    served = {getattr(route, "path", None) for route in create_app().routes}
+    assert probes == {"/health/live", "/health/ready"} and probes <= served
+    service = by_kind("Service")[CONSOLE]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
 
 
 @pytest.mark.parametrize("name", NAMES)
