@@ -1,10 +1,9 @@
 """An EVM node that does not answer is an outage, not the action's fault (DESIGN §3).
 
 A job that meets one (`RpcUnavailable`: connection refused or reset, timeout, HTTP 5xx/429)
-comes back later without spending an attempt (`RetryLater`): after `min_s`, then twice as long
-each time up to `max_s`, with up to 25 % jitter so that the actions held back by an outage do
-not all come back at once, until `window_s` after the first failure: then it is DEAD with
-`NODE_UNAVAILABLE` and the last error. Where the outage of one job began is kept in Redis
+comes back later without spending an attempt (`RetryLater`) on the kernel's outage window
+(`shared/outage.py`); once the window is over it is DEAD with `NODE_UNAVAILABLE` and the last
+error. Where the outage of one job began is kept in Redis
 (`{namespace}:chain:outage:{job_id}`, a hash with `since` and `tries`, expiring after the
 window), because the node may be down before anything of the job reached the database; it is
 cleared when the job ends any other way.
@@ -22,6 +21,7 @@ from typing import Any
 import structlog
 
 from ..errors import FleetError, PermanentError, RetryLater
+from ..outage import OutageWindow
 
 log = structlog.get_logger("jobfleet.chain.outage")
 
@@ -33,7 +33,9 @@ class NodeOutage(RetryLater):
 
 
 @dataclass(frozen=True)
-class OutagePolicy:
+class OutagePolicy(OutageWindow):
+    """The chain's outage window (`CHAIN_OUTAGE_*` settings)."""
+
     min_s: float = 1.0
     max_s: float = 30.0
     window_s: float = 3_600.0
@@ -45,11 +47,6 @@ class OutagePolicy:
             max_s=settings.chain_outage_retry_max_s,
             window_s=settings.chain_outage_window_s,
         )
-
-    def delay_s(self, tries: int, rng: random.Random) -> float:
-        """The wait after the `tries`-th failure in a row (1 for the first)."""
-        base = min(self.max_s, self.min_s * 2 ** max(0, tries - 1))
-        return float(min(self.max_s, base + rng.uniform(0, base * 0.25)))
 
 
 class Outages:

@@ -11,14 +11,17 @@ deferral: then the email FAILED with the last reply (DESIGN §3: the outage wind
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
+
+from shared.outage import OutageWindow
 
 
 @dataclass(frozen=True)
-class DeferralPolicy:
+class DeferralPolicy(OutageWindow):
+    """Email's outage window (`EMAIL_DEFER_*`, `EMAIL_OUTAGE_WINDOW_S`); the back-off and the
+    window's end are the kernel's (`shared/outage.py`)."""
+
     min_s: float = 60.0
     max_s: float = 1_800.0
     window_s: float = 86_400.0
@@ -30,12 +33,3 @@ class DeferralPolicy:
             max_s=settings.email_defer_max_s,
             window_s=settings.email_outage_window_s,
         )
-
-    def delay_s(self, deferrals: int, rng: random.Random) -> float:
-        """The wait after the `deferrals`-th deferral in a row (1 for the first)."""
-        base: float = min(self.max_s, self.min_s * 2.0 ** max(0, deferrals - 1))
-        return min(self.max_s, base + rng.uniform(0, base * 0.25))
-
-    def expired(self, deferred_since: datetime, now: datetime) -> bool:
-        """The outage window, counted from the first deferral, is over."""
-        return (now - deferred_since).total_seconds() >= self.window_s
