@@ -25,50 +25,31 @@ import pytest
 import typer.main
 
 from shared.config import Settings
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
+from tests.support import docs
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: Pages whose blocks a dedicated test runs (with the fixtures they need).
 OWN_TEST = {"producers.md": "tests/acceptance/test_producer_docs.py"}
-FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.S | re.M)
 SPAN = re.compile(r"`(fleet [^`]+)`")
-
-
-def blocks(text: str) -> Iterator[tuple[int, str, str]]:
-    """(first line, info string, source) of every fenced block."""
-    for m in FENCE.finditer(text):
-        yield text[: m.start()].count("\n") + 2, m.group(1).strip(), m.group(2)
-
-
-def runnable(page: Path) -> list[tuple[int, str]]:
-    return [
-        (line, source)
-        for line, info, source in blocks(page.read_text())
-        if info.split()[:1] == ["python"] and "fragment" not in info.split()[1:]
-    ]
 
 
 @pytest.fixture
 def docs_runtime(runtime: Runtime, settings: Settings, tmp_path: Path) -> Iterator[Runtime]:
-    rt = Runtime(settings.model_copy(update={"storage_local_root": str(tmp_path)}))
-    previous = set_runtime(rt)
-    yield rt
-    set_runtime(previous)
-    rt.close()
+    with docs.docs_runtime(settings, tmp_path) as rt:
+        yield rt
 
 
 @pytest.mark.parametrize(
     "page",
-    [p for p in PAGES if p.name not in OWN_TEST and runnable(p)],
+    [p for p in PAGES if p.name not in OWN_TEST and docs.runnable(p)],
     ids=lambda p: p.name,
 )
 def test_every_python_block_of_the_page_runs_in_order(
     page: Path, docs_runtime: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    namespace: dict[str, Any] = {"__name__": page.stem.replace("-", "_")}
-    for line, source in runnable(page):
-        exec(compile(source, f"{page.name}:{line}", "exec"), namespace)
+    docs.run_page(page, {"__name__": page.stem.replace("-", "_")})
     assert docs_runtime.settle()
 
     # What the blocks sent is what a worker accepts: an email's variables are its template's.
@@ -84,7 +65,7 @@ def test_every_python_block_of_the_page_runs_in_order(
 
 def test_the_kernel_page_has_runnable_blocks() -> None:
     """The extraction works (a fence typo would otherwise run nothing and pass)."""
-    assert len(runnable(ROOT / "docs" / "kernel.md")) >= 2
+    assert len(docs.runnable(ROOT / "docs" / "kernel.md")) >= 2
 
 
 def _command(path: list[str]) -> tuple[Any, list[str]]:
@@ -109,7 +90,7 @@ def fleet_lines() -> list[tuple[str, str]]:
     found = []
     for page in PAGES:
         text = page.read_text()
-        for line, _, source in blocks(text):
+        for line, _, source in docs.blocks(text):
             for n, row in enumerate(source.splitlines()):
                 row = row.split("#", 1)[0].strip()
                 row = row.removeprefix(".venv/bin/")

@@ -10,41 +10,26 @@ from pathlib import Path
 import pytest
 
 from shared.config import Settings
-from shared.runtime import Runtime, set_runtime
+from shared.runtime import Runtime
+from tests.support import docs
 from workers.email.client import template_keys, template_variables
 from workers.export.client import export_types
-from workers.export.wiring import set_exporter
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "producers.md"
-FENCE = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)
-
-
-def python_blocks(text: str) -> list[tuple[int, str]]:
-    """(first line number, source) of every ```python block."""
-    return [(text[: m.start()].count("\n") + 2, m.group(1)) for m in FENCE.finditer(text)]
 
 
 @pytest.fixture
 def docs_runtime(runtime: Runtime, settings: Settings, tmp_path: Path) -> Iterator[Runtime]:
     """The session's services, object storage under tmp_path (the docs store a PDF)."""
-    rt = Runtime(settings.model_copy(update={"storage_local_root": str(tmp_path)}))
-    previous = set_runtime(rt)
-    yield rt
-    set_runtime(previous)
-    set_exporter(None)  # the export client cached one on this runtime
-    rt.close()
+    with docs.docs_runtime(settings, tmp_path) as rt:
+        yield rt
 
 
 def test_every_python_block_of_the_producer_docs_runs_in_order(
     docs_runtime: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    blocks = python_blocks(DOC.read_text())
-    assert len(blocks) >= 10, "the extraction found too few blocks"
-    namespace: dict[str, object] = {"__name__": "producers_md"}
-
-    for line, source in blocks:
-        code = compile(source, f"{DOC.name}:{line}", "exec")
-        exec(code, namespace)  # a failure names the block's line in the traceback
+    assert len(docs.runnable(DOC)) >= 10, "the extraction found too few blocks"
+    docs.run_page(DOC, {"__name__": "producers_md"})
 
     printed = capsys.readouterr().out
     assert "QUEUED email:send" in printed  # the run the docs follow after the relay
