@@ -34,6 +34,17 @@ def ends(procs: Procs, marker: str) -> int:
     )
 
 
+def sleep(org: uuid.UUID, seconds: float, marker: str) -> str:
+    """Send a test:sleep job; its job id."""
+    payload = {
+        "org_id": str(org),
+        "entity_id": str(uuid.uuid4()),
+        "seconds": seconds,
+        "marker": marker,
+    }
+    return SLEEP.send(payload).job_id
+
+
 @pytest.mark.slow
 def test_a_paused_queue_finishes_in_flight_jobs_starts_nothing_else_and_resumes_exactly_once(
     runtime: Runtime, settings: Settings, procs: Procs, db
@@ -45,19 +56,10 @@ def test_a_paused_queue_finishes_in_flight_jobs_starts_nothing_else_and_resumes_
     procs.worker(threads=4, name="b", env=one_each)
     org = uuid.uuid4()
 
-    def sleep(seconds: float, marker: str) -> str:
-        payload = {
-            "org_id": str(org),
-            "entity_id": str(uuid.uuid4()),
-            "seconds": seconds,
-            "marker": marker,
-        }
-        return SLEEP.send(payload).job_id
-
-    long_ids = [sleep(5.0, "long") for _ in range(8)]
+    long_ids = [sleep(org, 5.0, "long") for _ in range(8)]
     wait_for(lambda: len(starts(procs, "long")) == 8, timeout=20, what="8 jobs in flight")
     # Some queued behind them, ...
-    quick_ids = [sleep(0.0, "quick") for _ in range(100)]
+    quick_ids = [sleep(org, 0.0, "quick") for _ in range(100)]
 
     pause_info, changed = pauses.pause(
         runtime, "testq", by="ops@example.com", reason="incident", known=TEST_QUEUES
@@ -68,14 +70,14 @@ def test_a_paused_queue_finishes_in_flight_jobs_starts_nothing_else_and_resumes_
         "the in-flight jobs ended before the pause: too slow a machine"
     )
     # ... and the rest sent while paused: accepted as usual.
-    quick_ids += [sleep(0.0, "quick") for _ in range(900)]
+    quick_ids += [sleep(org, 0.0, "quick") for _ in range(900)]
 
     # The 8 in flight complete; none of the 1,000 starts, for 10 s.
     wait_for(lambda: ends(procs, "long") == 8, timeout=20, what="the in-flight jobs to finish")
     time.sleep(max(0.0, 10.0 - (time.monotonic() - paused_at)))
     assert starts(procs, "quick") == Counter()
     # Sends are still accepted while paused (QUEUED, visible).
-    late = sleep(0.0, "quick")
+    late = sleep(org, 0.0, "quick")
     runtime.settle()
     assert db.execute("SELECT status FROM job_runs WHERE job_id = %s", (late,)).fetchone() == (
         "QUEUED",
@@ -124,18 +126,9 @@ def test_messages_a_worker_took_before_the_pause_are_handed_back_not_started(
     waiting in its thread queue when the pause comes are handed back, not started, no attempt."""
     org = uuid.uuid4()
 
-    def sleep(seconds: float, marker: str) -> str:
-        payload = {
-            "org_id": str(org),
-            "entity_id": str(uuid.uuid4()),
-            "seconds": seconds,
-            "marker": marker,
-        }
-        return SLEEP.send(payload).job_id
-
-    longs = [sleep(1.5, "long") for _ in range(4)]  # the in-process worker has 4 threads
+    longs = [sleep(org, 1.5, "long") for _ in range(4)]  # the in-process worker has 4 threads
     wait_for(lambda: marks.read_text().count(" long\n") >= 4, what="4 jobs in flight")
-    quick = [sleep(0.0, "quick") for _ in range(6)]
+    quick = [sleep(org, 0.0, "quick") for _ in range(6)]
     wait_for(
         lambda: fleet.worker.consumers["testq"].consumer.outstanding_message_count >= 8,
         what="the worker to prefetch behind the running jobs",
