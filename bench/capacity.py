@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,11 +41,11 @@ import redis
 
 from bench.jobs import Keys, marks
 from bench.launcher import WorkerGroup
+from bench.redis_server import commandstats, private_redis
 from bench.sandbox import Sandbox
 from bench.systems import Fleet
 from shared.config import Settings
 from shared.jobs.gate import dedup_key
-from shared.launcher.net import free_port
 
 PG_COUNTERS = ("xact_commit", "tup_inserted", "tup_updated", "tup_deleted")
 #: Commands only this script sends (its snapshots, the dedup key listing); the job body's
@@ -55,37 +54,13 @@ BENCH_COMMANDS = {"info", "memory|usage", "scan", "ttl"}
 
 
 @contextmanager
-def private_redis() -> Iterator[str]:
+def capacity_redis() -> Iterator[str]:
     directory = Path(tempfile.mkdtemp(prefix="jobfleet-capacity-redis-"))
-    port = free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(directory)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
     try:
-        client = redis.Redis.from_url(url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        client.close()
-        yield url
+        with private_redis(directory) as url:
+            yield url
     finally:
-        proc.terminate()
-        proc.wait(10)
         shutil.rmtree(directory, ignore_errors=True)
-
-
-def commandstats(client: redis.Redis) -> dict[str, int]:
-    info: dict[str, Any] = client.info("commandstats")
-    return {name.removeprefix("cmdstat_"): int(stat["calls"]) for name, stat in info.items()}
 
 
 def redis_cpu_s(client: redis.Redis) -> float:
@@ -134,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     n = args.jobs
 
-    with private_redis() as redis_url:
+    with capacity_redis() as redis_url:
         base = Settings(
             redis_url=redis_url,
             database_url=os.environ.get("DATABASE_URL", Settings().database_url),

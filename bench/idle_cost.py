@@ -16,18 +16,12 @@ most 10 commands/s per idle process, wake-up <= 5 ms.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,52 +31,12 @@ import redis
 
 from bench.jobs import NOOP, Keys
 from bench.launcher import WorkerGroup
+from bench.redis_server import commandstats, private_redis
 from bench.sandbox import Sandbox
 from shared.config import Settings, get_settings
 from shared.runtime import Runtime
 
 BUDGET_PER_PROCESS = 10.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def private_redis(directory: Path) -> Iterator[str]:
-    port = _free_port()
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-    argv += ["--appendonly", "yes", "--appendfsync", "everysec", "--dir", str(directory)]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        client = redis.Redis.from_url(url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        client.close()
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
-
-
-def commandstats(client: redis.Redis) -> dict[str, int]:
-    info: dict[str, Any] = client.info("commandstats")
-    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in info.items()}
 
 
 def aof_bytes(client: redis.Redis) -> int:
@@ -119,7 +73,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     base = get_settings()
     with (
         tempfile.TemporaryDirectory(prefix="jobfleet-idle-") as tmp,
-        private_redis(Path(tmp)) as redis_url,
+        private_redis(Path(tmp), appendonly=True) as redis_url,
     ):
         sandbox = Sandbox(Settings(redis_url=redis_url, database_url=base.database_url))
         sandbox.create()
