@@ -7,6 +7,7 @@ import signal
 import time
 import uuid
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,15 @@ def sleep(org: uuid.UUID, seconds: float, marker: str) -> str:
         "marker": marker,
     }
     return SLEEP.send(payload).job_id
+
+
+def tally(db: Any, job_ids: list[str]) -> list[tuple[str, int, int]]:
+    """(status, attempt, how many) of these runs."""
+    rows = db.execute(
+        "SELECT status, attempt, count(*) FROM job_runs WHERE job_id = ANY(%s) GROUP BY 1, 2 ORDER BY 1, 2",
+        (job_ids,),
+    ).fetchall()
+    return [tuple(row) for row in rows]
 
 
 @pytest.mark.slow
@@ -107,11 +117,10 @@ def test_a_paused_queue_finishes_in_flight_jobs_starts_nothing_else_and_resumes_
     )
     counted = starts(procs, "quick")
     assert sorted(counted) == sorted(all_quick) and set(counted.values()) == {1}  # exactly once
-    rows = db.execute(
-        "SELECT status, attempt, count(*) FROM job_runs WHERE job_id = ANY(%s) GROUP BY 1, 2",
-        ([*all_quick, *long_ids],),
-    ).fetchall()
-    assert rows == [("COMPLETED", 1, 1009)]  # nothing handed back counted as an attempt
+    # The handler's last mark comes just before its outcome is written: wait for the rows.
+    everyone = [*all_quick, *long_ids]
+    wait_for(lambda: tally(db, everyone) == [("COMPLETED", 1, 1009)], timeout=30, what="the rows")
+    assert tally(db, everyone) == [("COMPLETED", 1, 1009)]  # nothing handed back was an attempt
     audit = pauses.history(runtime, target="testq")
     assert [(a["action"], a["actor"], a["reason"]) for a in audit] == [
         ("resume", "ops@example.com", "fixed"),
@@ -139,19 +148,13 @@ def test_messages_a_worker_took_before_the_pause_are_handed_back_not_started(
     time.sleep(1.0)
 
     assert " quick" not in marks.read_text()
-    rows = db.execute(
-        "SELECT status, attempt, count(*) FROM job_runs WHERE job_id = ANY(%s) GROUP BY 1, 2",
-        (quick,),
-    ).fetchall()
-    assert rows == [("QUEUED", 0, 6)]
+    assert tally(db, quick) == [("QUEUED", 0, 6)]
 
     pauses.resume(runtime, "testq", by="ops", known=TEST_QUEUES)
     wait_for(lambda: marks.read_text().count("end ") == 10, timeout=15, what="the handed-back jobs")
-    rows = db.execute(
-        "SELECT status, attempt, count(*) FROM job_runs WHERE job_id = ANY(%s) GROUP BY 1, 2",
-        ([*quick, *longs],),
-    ).fetchall()
-    assert rows == [("COMPLETED", 1, 10)]
+    # The handler's last mark comes just before its outcome is written: wait for the rows.
+    wait_for(lambda: tally(db, [*quick, *longs]) == [("COMPLETED", 1, 10)], what="the rows")
+    assert tally(db, [*quick, *longs]) == [("COMPLETED", 1, 10)]
 
 
 def test_pausing_an_unknown_queue_is_refused_and_a_second_pause_keeps_the_first(
