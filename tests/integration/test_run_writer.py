@@ -10,24 +10,8 @@ import psycopg
 import pytest
 
 from shared.config import Settings
-from shared.jobs.message import MessageInfo
 from shared.jobs.run_writer import Finish, RunWriter
-
-
-def _info(job_id: str) -> MessageInfo:
-    return MessageInfo(
-        job_id=job_id,
-        job_name="test:echo",
-        queue="testq",
-        org_id=uuid.uuid4(),
-        attempt=1,
-        message_id=uuid.uuid4().hex,
-        request_id=None,
-        entity_type="test",
-        entity_id=None,
-        payload={"n": 1},
-        sent_at=None,
-    )
+from tests.support.jobs import message_info
 
 
 def _plans(conn: psycopg.Connection[Any], statement: str) -> tuple[int, int]:
@@ -54,7 +38,7 @@ def test_batches_are_planned_for_the_table_as_it_is_not_as_it_was(
     try:
         for _ in range(12):  # psycopg prepares after 5; Postgres may go generic after 5 more
             job_id = f"plan:{uuid.uuid4().hex}"
-            assert writer.start_run(_info(job_id), 3) is not None
+            assert writer.start_run(message_info(job_id), 3) is not None
             writer.finish_run(Finish(job_id, "COMPLETED"))
         assert writer._durable._conn is not None  # the lanes are idle: their connections too
         assert writer._fast._conn is not None

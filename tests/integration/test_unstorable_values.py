@@ -20,7 +20,7 @@ from shared.errors import PayloadError
 from shared.jobs.message import MessageInfo
 from shared.jobs.run_writer import Finish, RowRefused, RunWriter
 from shared.runtime import Runtime
-from tests.support.jobs import ECHO, raw_message
+from tests.support.jobs import ECHO, message_info, raw_message
 from tests.support.wait import wait_for, wait_run
 
 
@@ -55,22 +55,6 @@ def test_a_nul_inside_a_nested_value_is_named_by_its_path(runtime: Runtime) -> N
     assert unstorable({"k\x00": 1}) == [("k\x00",)]
 
 
-def _info(job_id: str, payload: Any) -> MessageInfo:
-    return MessageInfo(
-        job_id=job_id,
-        job_name="test:echo",
-        queue="testq",
-        org_id=uuid.uuid4(),
-        attempt=1,
-        message_id=uuid.uuid4().hex,
-        request_id=None,
-        entity_type="test",
-        entity_id=None,
-        payload=payload,
-        sent_at=None,
-    )
-
-
 def _queued(job_id: str, payload: Any) -> dict[str, Any]:
     return {
         "o": str(uuid.uuid4()), "n": "test:echo", "j": job_id, "q": "testq", "et": "echo",
@@ -100,7 +84,7 @@ def test_a_refused_row_is_set_apart_and_the_others_of_its_batch_are_written(
         # handler refuses the message itself); a finish whose error text holds a NUL is kept
         # with the character replaced. Neither is retried forever nor raises.
         job_id = f"start:{uuid.uuid4().hex}"
-        started = writer.start_run(_info(job_id, {"text": "a\x00b"}), 3, timeout=5)
+        started = writer.start_run(message_info(job_id, {"text": "a\x00b"}), 3, timeout=5)
         assert started is not None
         writer.finish_run(Finish(job_id, "DEAD", error_code="X", error="bad \x00 text"), 5)
         payload, error = db.execute(
@@ -118,13 +102,13 @@ def test_a_row_refused_even_without_its_values_fails_its_waiter_once(
 ) -> None:
     writer = RunWriter(lambda: psycopg.connect(settings.database_dsn, autocommit=True))
     try:
-        info = _info(f"x:{uuid.uuid4().hex}", {"n": 1})
+        info = message_info(f"x:{uuid.uuid4().hex}", {"n": 1})
         # An org id that is no UUID: no marker can make this row storable.
         bad = MessageInfo(**{**info.__dict__, "org_id": "not-a-uuid"})  # type: ignore[arg-type]
         with pytest.raises(RowRefused):
             writer.start_run(bad, 3, timeout=5)
         assert writer.healthy
-        assert writer.start_run(_info(f"y:{uuid.uuid4().hex}", {"n": 2}), 3, timeout=5)
+        assert writer.start_run(message_info(f"y:{uuid.uuid4().hex}", {"n": 2}), 3, timeout=5)
     finally:
         writer.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import uuid
 from typing import Any, Literal
 from uuid import UUID
 
@@ -14,6 +15,7 @@ from shared.contracts.base import Contract, Payload
 from shared.errors import AlreadyDone, PermanentError
 from shared.jobs.context import JobContext
 from shared.jobs.handler import BoundJob, handler
+from shared.jobs.message import MessageInfo
 from shared.jobs.spec import JobSpec
 
 
@@ -115,3 +117,20 @@ def bind_crash(broker: dramatiq.Broker) -> Any:
         os.kill(os.getpid(), signal.SIGKILL)
 
     return crash
+
+
+def message_info(job_id: str, payload: Any = None) -> MessageInfo:
+    """What a worker knows of a `test:echo` message on `testq`, for run-writer tests."""
+    return MessageInfo(
+        job_id=job_id,
+        job_name="test:echo",
+        queue="testq",
+        org_id=uuid.uuid4(),
+        attempt=1,
+        message_id=uuid.uuid4().hex,
+        request_id=None,
+        entity_type="test",
+        entity_id=None,
+        payload={"n": 1} if payload is None else payload,
+        sent_at=None,
+    )
