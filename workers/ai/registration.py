@@ -1,0 +1,14 @@
+"""The ai domain's registration (entry point `jobfleet.domains`: `ai`): plain data."""
+
+from shared.domains import Command, Domain, Process
+
+DOMAIN = Domain(
+    name="ai",
+    order=20,
+    settings=(),
+    commands=(Command("ai", "workers.ai.cli:app", "AI tasks: run one, usage and cost per org."),),
+    processes=(Process("worker-ai", "workers.ai.app"),),
+    demo=("shared.cli.demo_workload:Ai",),
+    migrations="workers.ai.migrations",
+    retries={"ai": {"max_attempts": 2, "min_backoff_ms": 5_000}},
+)
