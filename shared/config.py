@@ -1,13 +1,14 @@
 """Process settings, read from the environment (and `.env`) once per process.
 
 Every setting has a default that works on a developer machine; production wiring is env vars
-only. The README's configuration table is generated from this class (`fleet config`).
+only. `Settings` holds the kernel's; each domain has its own class (a `DomainSettings` with its
+own env prefix, listed in its registration), read once per process with `settings_for(cls)`.
+The README's configuration table is generated from all of them (`fleet config`).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,14 +24,13 @@ class RetryPolicy(BaseModel):
     max_backoff_ms: int = Field(default=300_000, ge=0)
 
 
-#: DESIGN §3: retries per domain queue.
-DEFAULT_RETRIES: dict[str, RetryPolicy] = {
-    "email": RetryPolicy(max_attempts=3, min_backoff_ms=2_000),
-    "ai": RetryPolicy(max_attempts=2, min_backoff_ms=5_000),
-    "export": RetryPolicy(max_attempts=3, min_backoff_ms=5_000),
-    "doc": RetryPolicy(max_attempts=5, min_backoff_ms=3_000),
-    "chain-actions": RetryPolicy(max_attempts=5, min_backoff_ms=1_000),
-}
+def default_retries() -> dict[str, RetryPolicy]:
+    """DESIGN §3: the retry policy of each domain's queues, as their registrations declare it."""
+    from .domains import retry_defaults
+
+    return {queue: RetryPolicy(**policy) for queue, policy in retry_defaults().items()}
+
+
 FALLBACK_RETRY = RetryPolicy(max_attempts=5, min_backoff_ms=3_000)
 
 
@@ -80,7 +80,7 @@ class Settings(BaseSettings):
         default=30_000, description="SIGTERM: time in-flight jobs get to finish"
     )
     retries: dict[str, RetryPolicy] = Field(
-        default_factory=lambda: dict(DEFAULT_RETRIES),
+        default_factory=default_retries,
         description="Retry policy per queue (JSON: {queue: {max_attempts, min_backoff_ms, max_backoff_ms}})",
     )
     default_time_limit_ms: int = Field(
@@ -534,7 +534,7 @@ class Settings(BaseSettings):
     )
 
     def retry_policy(self, queue: str) -> RetryPolicy:
-        return self.retries.get(queue) or DEFAULT_RETRIES.get(queue) or FALLBACK_RETRY
+        return self.retries.get(queue) or FALLBACK_RETRY
 
     @property
     def dedup_window_ms(self) -> int:
@@ -546,6 +546,41 @@ class Settings(BaseSettings):
         return self.database_url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    return Settings()
+class DomainSettings(BaseSettings):
+    """Base of a domain's settings class: give it its own `env_prefix`, e.g.
+
+        class EmailSettings(DomainSettings):
+            model_config = SettingsConfigDict(env_prefix="EMAIL_", env_file=".env", extra="ignore")
+
+    and read it with `settings_for(EmailSettings)` (once per process, cleared with the kernel's).
+    """
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+_cache: dict[type[Any], Any] = {}
+
+
+def settings_for(cls: type[S]) -> S:
+    """The process's instance of a settings class, read from the environment on first use."""
+    found = _cache.get(cls)
+    if found is None:
+        found = _cache[cls] = cls()
+    return found  # type: ignore[no-any-return]
+
+
+class _GetSettings:
+    """`get_settings()`: the kernel's settings; `get_settings.cache_clear()` forgets every
+    settings instance of the process (the kernel's and the domains'), e.g. after an env change."""
+
+    def __call__(self) -> Settings:
+        return settings_for(Settings)
+
+    @staticmethod
+    def cache_clear() -> None:
+        _cache.clear()
+
+
+get_settings = _GetSettings()

@@ -11,8 +11,6 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 import uuid
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -25,30 +23,7 @@ from shared.contracts.export import ExportBuildV1, ExportParams
 from shared.jobs import catalog
 from shared.runtime import Runtime
 
-
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass
-class Scenario:
-    """One piece of the workload. `skipped` says why it did not run (nothing to wait for)."""
-
-    name: str
-    skipped: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def start(self, rt: Runtime) -> None:
-        raise NotImplementedError
-
-    def tick(self, rt: Runtime) -> None:
-        """Called every refresh while pending (e.g. to trigger the next due step)."""
-
-    def pending(self, rt: Runtime) -> bool:
-        return False
-
-    def results(self, rt: Runtime) -> list[str]:
-        return self.notes
+from .scenario import Scenario, now
 
 
 class Emails(Scenario):

@@ -1,8 +1,8 @@
 """Domain sub-commands loaded on use: `fleet email ...` imports `workers.email.cli` only then.
 
-The kernel must not import workers (DESIGN §1), and a worker package may pull in heavy
-dependencies or boot its broker on import. So `fleet` registers each domain that is present on
-disk (found without importing it) as a thin forwarding command; running it imports the module
+The kernel names no domain (DESIGN §1): each registers its commands (shared/domains.py), and a
+domain's CLI may pull in heavy dependencies. So `fleet` registers each declared command whose
+module is present on disk (found without importing it) as a thin forwarding command; running it imports the module
 and hands the remaining arguments to the real Typer app. A domain whose module fails to import
 says why instead of vanishing.
 """
@@ -91,18 +91,25 @@ def forwarder(name: str, target: str) -> Callable[[typer.Context], None]:
     return forward
 
 
-def register(app: typer.Typer, domains: dict[str, str], helps: dict[str, str]) -> list[str]:
-    """Add a forwarding command for every domain present on disk; returns their names."""
+def register(app: typer.Typer, commands: dict[str, tuple[str, str]]) -> list[str]:
+    """Add a forwarding command for every `name: (target, help)` present on disk; their names."""
     added = []
-    for name, target in domains.items():
+    for name, (target, help_text) in commands.items():
         if not module_present(target.partition(":")[0]):
-            continue  # not written yet, or not installed: silently absent
+            continue  # not installed: silently absent
         app.command(
             name,
-            help=helps.get(name, f"Commands of {name} (from {target})."),
+            help=help_text,
             context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
             add_help_option=False,
             rich_help_panel="Domains",
         )(forwarder(name, target))
         added.append(name)
     return added
+
+
+def register_domains(app: typer.Typer) -> list[str]:
+    """The commands every registered domain declares (shared/domains.py)."""
+    from shared.domains import commands
+
+    return register(app, {c.name: (c.target, c.help) for c in commands()})

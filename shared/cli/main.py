@@ -1,7 +1,8 @@
 """`fleet`: the operator's command line (console script `fleet = shared.cli.main:app`).
 
 Kernel commands live in their own modules (`jobs`, `dlq`, `outbox`, `contracts`, `settings`);
-domain commands are listed in `DOMAIN_APPS` and loaded only when used (`lazy.py`).
+each domain's commands come from its registration (shared/domains.py) and are loaded only when
+used (`lazy.py`).
 
 Errors: a `FleetError` ends the command with one red line on stderr, no traceback; exit code 2
 for bad input (invalid payload, unknown job), 1 for everything else. Unreachable Redis or
@@ -18,30 +19,17 @@ from typing import Annotated, Any
 import typer
 
 from . import contracts, demo, dlq, jobs, outbox, output, queues, status
-from .lazy import register
+from .lazy import register, register_domains
 from .settings import config
 
-#: Domain sub-apps, imported only when their command runs (shared never imports workers).
-DOMAIN_APPS: dict[str, str] = {
-    "email": "workers.email.cli:app",
-    "export": "workers.export.cli:app",
-    "ai": "workers.ai.cli:app",
-    "doc": "workers.doc.cli:app",
-    "chain": "shared.chain.cli:app",
-    "wallets": "shared.chain.cli:wallets_app",
-    "run": "shared.cli.run:run",
-    "schedule": "scheduler.cli:app",
-    "web": "shared.cli.web:web",
-}
-DOMAIN_HELP: dict[str, str] = {
-    "email": "Email: templates, sequences, the local mailbox.",
-    "export": "Exports: request, status, download links (presigned or signed).",
-    "doc": "Documents: ingest PDFs, status, full-text search.",
-    "chain": "Blockchain: indexer cursor, lottery keeper, chain actions.",
-    "wallets": "Custodial wallets (keys encrypted at rest).",
-    "run": "Start the whole fleet locally with embedded defaults.",
-    "schedule": "Periodic jobs of the scheduler: list, pause, resume, run now (audited).",
-    "web": "The operator console in a browser (dead-letter replay, pauses, runs).",
+#: The kernel's own commands loaded on use (heavy imports); domains add theirs through their
+#: registrations (shared/domains.py), also loaded only when their command runs (`lazy.py`).
+KERNEL_APPS: dict[str, tuple[str, str]] = {
+    "run": ("shared.cli.run:run", "Start the whole fleet locally with embedded defaults."),
+    "web": (
+        "shared.cli.web:web",
+        "The operator console in a browser (dead-letter replay, pauses, runs).",
+    ),
 }
 
 #: Errors that mean bad input rather than a failure of the system.
@@ -177,4 +165,4 @@ def db_upgrade(
     output.out.print(f"database {output.cell(redact_url(url))} upgraded to {revision}")
 
 
-DOMAINS = register(app, DOMAIN_APPS, DOMAIN_HELP)
+DOMAINS = register(app, KERNEL_APPS) + register_domains(app)

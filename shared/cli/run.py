@@ -10,13 +10,15 @@ from typing import Annotated
 import typer
 
 from shared.launcher.app import launch
-from shared.launcher.plan import NAMES
+from shared.launcher.plan import extra_names, names
+
+KNOWN = (*names(), *extra_names())
 
 
 def run(
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", help=f"Run only these processes (repeatable): {', '.join(NAMES)}."),
+        typer.Option("--only", help=f"Run only these processes (repeatable): {', '.join(KNOWN)}."),
     ] = None,
     var_dir: Annotated[
         str | None,
@@ -28,9 +30,9 @@ def run(
 ) -> None:
     """Start Redis and Postgres (configured or embedded), migrate, run every worker and the
     scheduler under a supervisor; Ctrl-C stops everything."""
-    unknown = sorted(set(only or ()) - set(NAMES))
+    unknown = sorted(set(only or ()) - set(KNOWN))
     if unknown:
-        raise typer.BadParameter(f"unknown process {', '.join(unknown)}; known: {', '.join(NAMES)}")
+        raise typer.BadParameter(f"unknown process {', '.join(unknown)}; known: {', '.join(KNOWN)}")
     code = launch(only=only or (), var_dir=var_dir, demo=demo)
     raise typer.Exit(code)
 

@@ -5,11 +5,9 @@ What it shows and where each figure comes from:
 - workers: consumers with a fresh heartbeat (`<namespace>:__heartbeats__`), and each process of
   the launcher's state file (`var/run/fleet.json`, written by `make run`) with its
   `/health/ready` answer;
-- scheduler: runs by job and outcome (the scheduler's Prometheus counters, read from any
-  process's `/metrics`: they are aggregated over the fleet), and the last trace each periodic
-  job leaves in Postgres (keeper actions, indexer cursor, due-email jobs, published events);
-- indexer lag: the node's head minus the stored cursor;
-- outbox backlog: PENDING events and the age of the oldest.
+- outbox backlog: PENDING events and the age of the oldest;
+- the domains' sections (`Domain.status` in their registrations, e.g. the scheduler's runs and
+  the indexer's lag), each read from the fleet's `/metrics` and Postgres by the domain itself.
 
 Every section degrades on its own: an unreachable source is reported and the others are still
 shown; the command then exits 1 (naming what it could not read), so that scripts can alert.
@@ -33,7 +31,7 @@ from . import output
 Section = dict[str, Any]
 
 
-def _guard(section: Callable[[], Section]) -> Section:
+def guard(section: Callable[[], Section]) -> Section:
     try:
         return section()
     except Exception as exc:
@@ -135,69 +133,6 @@ def scrape(urls: list[str], token: str | None) -> str | None:
     return None
 
 
-def scheduler_runs(metrics: str | None) -> Section:
-    if metrics is None:
-        return {"error": "no /metrics answered (is the fleet running?)"}
-    jobs: dict[str, dict[str, int]] = {}
-    for labels, value in parse_metrics(metrics, "jobfleet_scheduler_runs_total"):
-        jobs.setdefault(labels["job"], {})[labels["outcome"]] = int(value)
-    return jobs
-
-
-def last_traces(settings: Settings) -> Section:
-    """The latest row each periodic job writes (None when it never did)."""
-    import psycopg
-
-    queries = {
-        "lottery-keeper": "SELECT ran_at, outcome FROM keeper_actions ORDER BY ran_at DESC LIMIT 1",
-        "chain-indexer": "SELECT updated_at, 'block ' || block_number FROM chain_cursor"
-        " ORDER BY updated_at DESC LIMIT 1",
-        "email-run-due": "SELECT queued_at, status FROM job_runs WHERE job_name = 'email-seq:run_due'"
-        " ORDER BY queued_at DESC LIMIT 1",
-        "outbox-relay": "SELECT published_at, 'published' FROM outbox_events"
-        " WHERE published_at IS NOT NULL ORDER BY published_at DESC LIMIT 1",
-    }
-    traces: Section = {}
-    with psycopg.connect(settings.database_dsn, connect_timeout=2, autocommit=True) as conn:
-        for job, sql in queries.items():
-            try:
-                row = conn.execute(sql).fetchone()
-            except psycopg.errors.UndefinedTable:
-                row = None
-            traces[job] = {"at": row[0], "outcome": row[1]} if row else None
-    return traces
-
-
-def indexer_lag(settings: Settings, metrics: str | None) -> Section:
-    import psycopg
-
-    with psycopg.connect(settings.database_dsn, connect_timeout=2, autocommit=True) as conn:
-        try:
-            row = conn.execute(
-                "SELECT chain_id, block_number FROM chain_cursor ORDER BY updated_at DESC LIMIT 1"
-            ).fetchone()
-        except psycopg.errors.UndefinedTable:
-            return {
-                "cursor": None,
-                "head": None,
-                "lag": None,
-                "note": "not migrated (fleet db upgrade)",
-            }
-    if row is None:
-        return {"cursor": None, "head": None, "lag": None, "note": "the indexer has no cursor yet"}
-    head: int | None = None
-    try:
-        from shared.chain.client import ChainClient
-
-        head = ChainClient.connect(settings.chain_rpc_url, timeout_s=2).block_number()
-    except Exception:
-        reported = parse_metrics(metrics, "jobfleet_indexer_lag_blocks") if metrics else []
-        if reported:
-            return {"cursor": row[1], "head": None, "lag": int(max(v for _, v in reported))}
-    lag = None if head is None else max(0, head - int(row[1]))
-    return {"chain_id": row[0], "cursor": row[1], "head": head, "lag": lag}
-
-
 def outbox_backlog(settings: Settings) -> Section:
     import psycopg
 
@@ -217,19 +152,30 @@ def outbox_backlog(settings: Settings) -> Section:
 
 
 def collect(settings: Settings, state_file: Path) -> dict[str, Section]:
-    procs = _guard(lambda: processes(state_file))
+    procs = guard(lambda: processes(state_file))
     urls = [p["health_url"] for p in procs.get("processes", [])] or _planned_urls(settings)
     metrics = scrape(urls, settings.metrics_token)
     return {
-        "queues": _guard(lambda: queues(settings)),
-        "workers": {"heartbeats": _guard(lambda: heartbeats(settings)), **procs},
-        "scheduler": {
-            "runs": _guard(lambda: scheduler_runs(metrics)),
-            "last": _guard(lambda: last_traces(settings)),
-        },
-        "indexer": _guard(lambda: indexer_lag(settings, metrics)),
-        "outbox": _guard(lambda: outbox_backlog(settings)),
+        "queues": guard(lambda: queues(settings)),
+        "workers": {"heartbeats": guard(lambda: heartbeats(settings)), **procs},
+        "outbox": guard(lambda: outbox_backlog(settings)),
+        **domain_sections(settings, metrics),
     }
+
+
+def domain_sections(settings: Settings, metrics: str | None) -> dict[str, Section]:
+    """The sections the domains add (`Domain.status`: a module with `sections(settings,
+    metrics)` and `render(report, out)`); a module that fails is one section with an error."""
+    from shared.domains import load_target, registered
+
+    found: dict[str, Section] = {}
+    for domain in registered():
+        if domain.status:
+            try:
+                found.update(load_target(domain.status).sections(settings, metrics))
+            except Exception as exc:
+                found[domain.name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return found
 
 
 def _planned_urls(settings: Settings) -> list[str]:
@@ -284,34 +230,27 @@ def render(report: dict[str, Section]) -> None:
     elif "error" not in w:
         out.print(f"  (no launcher state at {cell(w.get('state_file'))}: not started by make run)")
 
-    s = report["scheduler"]
-    sched = Table(title="scheduler", header_style="bold")
-    for name in ("job", "runs ok", "errors", "last trace", "at"):
-        sched.add_column(name)
-    runs, last = s["runs"], s["last"]
-    names = sorted(set(k for k in runs if k != "error") | set(k for k in last if k != "error"))
-    for job in names:
-        r, t = runs.get(job) or {}, last.get(job) or {}
-        errors = r.get("error", 0) if isinstance(r, dict) else 0
-        sched.add_row(job, cell(r.get("ok", "")), f"[red]{errors}[/red]" if errors else "0",
-                      cell(t.get("outcome")), cell(t.get("at")))  # fmt: skip
-    out.print(sched)
-    for part in ("runs", "last"):
-        if "error" in s[part]:
-            out.print(f"  [yellow]scheduler {part}: {cell(s[part]['error'])}[/yellow]")
-
-    i, o = report["indexer"], report["outbox"]
-    lag = (
-        i.get("error")
-        or i.get("note")
-        or f"{i['lag']} block(s) (cursor {i['cursor']}, head {i['head']})"
-    )
-    out.print(f"[bold]indexer lag[/bold]: {cell(lag)}")
+    o = report["outbox"]
     backlog = o.get("error") or (
         f"{o['pending']} pending, {o['failed']} failed"
         + (f", oldest {o['oldest_pending_s']} s" if o["oldest_pending_s"] is not None else "")
     )
     out.print(f"[bold]outbox[/bold]: {cell(backlog)}")
+    _render_domains(report)
+
+
+def _render_domains(report: dict[str, Section]) -> None:
+    from shared.domains import load_target, registered
+
+    from .output import cell, out
+
+    for domain in registered():
+        if not domain.status:
+            continue
+        try:
+            load_target(domain.status).render(report, out)
+        except Exception as exc:
+            out.print(f"[red]{cell(domain.name)}: {cell(type(exc).__name__)}: {cell(exc)}[/red]")
 
 
 def status(

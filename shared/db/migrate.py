@@ -1,7 +1,14 @@
-"""Apply the Alembic migrations shipped inside the package (`fleet db upgrade`)."""
+"""Apply the Alembic migrations shipped inside the packages (`fleet db upgrade`).
+
+The kernel's revisions are in `shared/db/migrations/versions`; each domain ships its own in the
+package its registration names (`Domain.migrations`, shared/domains.py), branching off the
+kernel's first revision. Alembic reads every one of those directories.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from pathlib import Path
 
 from alembic import command
@@ -11,9 +18,27 @@ from sqlalchemy.engine import make_url
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
+def version_locations() -> list[str]:
+    """The kernel's versions directory, then each registered domain's."""
+    from shared.domains import migration_packages
+
+    locations = [str(MIGRATIONS / "versions")]
+    for package in migration_packages():
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError(
+                f"migrations package {package} not found (its domain's registration)"
+            )
+        locations.extend(spec.submodule_search_locations)
+    return locations
+
+
 def alembic_config(database_url: str) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
+    # The separator is explicit: a path may hold spaces.
+    cfg.set_main_option("path_separator", "os")
+    cfg.set_main_option("version_locations", os.pathsep.join(version_locations()))
     cfg.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
     return cfg
 

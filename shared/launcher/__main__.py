@@ -7,7 +7,7 @@ import sys
 
 from ..config import get_settings
 from .app import exec_process, launch
-from .plan import CONSOLE, NAMES, PRODUCT_API, lookup
+from .plan import extra_names, lookup, names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         action="append",
         default=[],
-        choices=(*NAMES, PRODUCT_API, CONSOLE),
+        choices=(*names(), *extra_names()),
         help="run only these processes",
     )
     run.add_argument(
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name in ("exec", "command"):
         p = sub.add_parser(name, help=f"{name} one process of the table")
-        p.add_argument("process", choices=NAMES)
+        p.add_argument("process", choices=names())
     sub.add_parser("names", help="the processes of the table")
     args = parser.parse_args(argv)
     if args.cmd in (None, "run"):
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "command":
         print(lookup(get_settings(), args.process).shell())
     if args.cmd == "names":
-        print("\n".join(NAMES))
+        print("\n".join(names()))
     return 0
 
 

@@ -19,24 +19,14 @@ from pathlib import Path
 from types import FrameType
 
 from ..config import Settings, get_settings
+from ..domains import hooks
 from . import LaunchError, services_file
 from .embedded import Service
-from .embedded import evm as embedded_evm
 from .embedded import postgres as embedded_postgres
 from .embedded import redis as embedded_redis
-from .embedded import smtp as embedded_smtp
 from .metrics_dir import fresh
 from .net import port_free
-from .plan import (
-    CONSOLE,
-    EMAIL_INBOUND,
-    PRODUCT_API,
-    console_spec,
-    email_inbound_spec,
-    fleet_plan,
-    lookup,
-    product_api_spec,
-)
+from .plan import ProcessSpec, extra_names, extra_ports, extra_spec, extras, fleet_plan, lookup
 from .status import table, wait_ready
 from .supervisor import Supervisor
 
@@ -84,32 +74,10 @@ def launch(
     env = dict(os.environ)
     services: list[Service] = []
     try:
-        fleet_only = [name for name in only if name not in (PRODUCT_API, CONSOLE, EMAIL_INBOUND)]
+        optional = extra_names()
+        fleet_only = [name for name in only if name not in optional]
         plan = fleet_plan(settings, only=fleet_only) if fleet_only or not only else []
-        api = product_api_spec(env) if not only or PRODUCT_API in only else None
-        if api is not None and not port_free(api.health_port) and PRODUCT_API not in only:
-            # An example, not a fleet process: a busy port skips it instead of stopping the fleet.
-            say(
-                f"example product API not started: port {api.health_port} in use (PRODUCT_API_PORT)"
-            )
-            api = None
-        if api is not None:
-            plan.append(api)
-        console = console_spec(env) if not only or CONSOLE in only else None
-        if console is not None and not port_free(console.health_port) and CONSOLE not in only:
-            say(f"operator console not started: port {console.health_port} in use (CONSOLE_PORT)")
-            console = None
-        if console is not None:
-            plan.append(console)
-        inbound = email_inbound_spec(env) if not only or EMAIL_INBOUND in only else None
-        if inbound is not None and EMAIL_INBOUND not in only:
-            smtp_port = int(env.get("EMAIL_INBOUND_PORT") or settings.email_inbound_port)
-            busy_ports = [p for p in (inbound.health_port, smtp_port) if not port_free(p)]
-            if busy_ports:  # the DSN listener, like the console: a busy port skips it
-                say(f"email inbound listener not started: port {busy_ports[0]} in use")
-                inbound = None
-        if inbound is not None:
-            plan.append(inbound)
+        plan.extend(_extras(env, only, say))
         busy = [
             f"{spec.name} {spec.health_port}" for spec in plan if not port_free(spec.health_port)
         ]
@@ -140,20 +108,17 @@ def launch(
             "VAR_DIR": str(var),
             "PYTHONUNBUFFERED": "1",
         }
-        smtp = embedded_smtp.resolve(settings.smtp_host, settings.smtp_port, var, env=child_env)
-        services.append(smtp)
-        say(smtp.describe())
-        child_env.update(embedded_evm.dev_keys(var, child_env))
-        evm = embedded_evm.resolve(settings.chain_rpc_url, var, env=env)
-        services.append(evm)
-        say(evm.describe())
-        child_env["CHAIN_RPC_URL"] = evm.url
+        # What the domains need on embedded defaults (an SMTP sink, an EVM node): each hook
+        # resolves the configured service or starts one, and adds to `child_env` what the
+        # processes need to reach it.
+        for start in hooks("services"):
+            service = start(var, child_env, say)
+            services.append(service)
+            say(service.describe())
+            if signals.stop.is_set():
+                return 0
         # A `fleet` command in another terminal finds these (`services_file.py`).
         services_file.write(services_json, child_env)
-        if evm.embedded:
-            say(
-                f"reference contracts deployed: {embedded_evm.deploy(child_env, var / 'log' / 'deploy.log')}"
-            )
         supervisor = Supervisor(
             plan,
             env=child_env,
@@ -201,6 +166,29 @@ def launch(
         say("fleet stopped")
 
 
+def _extras(
+    env: dict[str, str], only: Sequence[str], say: Callable[[str], None]
+) -> list[ProcessSpec]:
+    """The extras to start (console, example product API, ...): all of them with no `--only`,
+    else the named ones. Not fleet processes: one left out by default when its port is busy
+    (or its dependencies are not installed) instead of stopping the fleet."""
+    chosen = []
+    for process in extras():
+        if only and process.name not in only:
+            continue
+        spec = extra_spec(process, env)
+        if spec is None:
+            continue
+        if process.name not in only:
+            ports = [spec.health_port, *extra_ports(process, env)]
+            busy = [p for p in ports if not port_free(p)]
+            if busy:
+                say(f"{process.name} not started: port {busy[0]} in use")
+                continue
+        chosen.append(spec)
+    return chosen
+
+
 def _print_summary(
     supervisor: Supervisor,
     states: dict[str, str],
@@ -212,15 +200,11 @@ def _print_summary(
     first = supervisor.children[0].spec.health_url if supervisor.children else ""
     token = " (Authorization: Bearer $METRICS_TOKEN)" if settings.metrics_token else ""
     say(f"logs: {var / 'log'}/<process>.log   state: {var / 'run' / 'fleet.json'}")
-    api = next((c.spec for c in supervisor.children if c.spec.name == PRODUCT_API), None)
-    if api is not None:
-        say(
-            f"example product API: {api.health_url}/docs (X-API-Key header; development keys"
-            " in docs/producers.md)"
-        )
-    console = next((c.spec for c in supervisor.children if c.spec.name == CONSOLE), None)
-    if console is not None:
-        say(f"operator console: {console.health_url}/ (`fleet web`; docs/console.md)")
+    summaries = {p.name: p.summary for p in extras() if p.summary}
+    for child in supervisor.children:
+        summary = summaries.get(child.spec.name)
+        if summary:
+            say(summary.replace("{url}", child.spec.health_url))
     if first:
         say(f"metrics (all processes, aggregated): {first}/metrics{token}")
     say("Ctrl-C stops the fleet")

@@ -1,38 +1,61 @@
 """The fleet as a table: one row per supervised process (the single source of command lines).
 
-`make run-worker-email` runs `python -m shared.launcher exec worker-email`, which executes the
-row below; the supervisor of `make run` starts every row. So the two cannot drift.
+The rows come from the domains' registrations (shared/domains.py), in fleet order: each
+domain's workers (`dramatiq workers.<domain>.app`) and Python processes (the scheduler), each
+with its own health port counted from HEALTH_BASE_PORT. `make run-worker-email` runs
+`python -m shared.launcher exec worker-email`, which executes its row; the supervisor of
+`make run` starts every row. So the two cannot drift.
+
+Extras are not fleet rows (compose, Kubernetes and `fleet status` know only the rows): the
+kernel's operator console and the extras domains register (the example product API, the email
+domain's inbound listener), started by `make run` after the fleet on their own ports.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from pathlib import Path
 
 from ..config import Settings
+from ..domains import Process, processes
 
-#: (process name, the worker package `dramatiq` imports), in start order.
-WORKERS: tuple[tuple[str, str], ...] = (
-    ("worker-email", "workers.email"),
-    ("worker-ai", "workers.ai"),
-    ("worker-export", "workers.export"),
-    ("worker-doc", "workers.doc"),
-    ("worker-chain-actions", "workers.chain_actions"),
+#: The operator console (`shared/console`, the `api` extra): `make run` starts it after the
+#: fleet's processes on `CONSOLE_PORT` (default 8190), loopback only unless auth is configured.
+CONSOLE = Process(
+    "console",
+    "shared.console",
+    kind="extra",
+    port_env="CONSOLE_PORT",
+    port=8190,
+    requires=("uvicorn", "fastapi", "multipart", "jinja2"),
+    summary="operator console: {url}/ (`fleet web`; docs/console.md)",
 )
-SCHEDULER = "scheduler"
-NAMES: tuple[str, ...] = (*(name for name, _ in WORKERS), SCHEDULER)
-#: The example product API (`examples/product_api`, the `api` and `email` extras): `make run`
-#: starts it after the fleet's processes, on its own port (`PRODUCT_API_PORT`, default 8180), when
-#: it is installed. Not a fleet process (compose, Kubernetes and `fleet status` know only NAMES).
-PRODUCT_API = "product-api"
-#: The operator console (`shared/console`, the `api` extra): `make run` starts it after the fleet's
-#: processes on `CONSOLE_PORT` (default 8190), loopback only unless auth is configured.
-CONSOLE = "console"
+
+
+def rows() -> list[Process]:
+    """The fleet's processes, in fleet order."""
+    return [p for p in processes() if p.fleet]
+
+
+def extras() -> list[Process]:
+    """What `make run` starts after the fleet: the console, then the domains' extras."""
+    return [CONSOLE, *(p for p in processes() if not p.fleet)]
+
+
+def names() -> tuple[str, ...]:
+    return tuple(p.name for p in rows())
+
+
+def extra_names() -> tuple[str, ...]:
+    return tuple(p.name for p in extras())
+
+
+def workers() -> list[Process]:
+    return [p for p in rows() if p.kind == "worker"]
 
 
 @dataclass(frozen=True)
@@ -71,79 +94,46 @@ def worker_argv(module: str, settings: Settings) -> tuple[str, ...]:
 
 def fleet_plan(settings: Settings, *, only: Sequence[str] = ()) -> list[ProcessSpec]:
     """Every process of the fleet, each with its own health port (`health_base_port` + row)."""
-    unknown = sorted(set(only) - set(NAMES))
+    known = names()
+    unknown = sorted(set(only) - set(known))
     if unknown:
-        raise ValueError(f"unknown process {', '.join(unknown)}; known: {', '.join(NAMES)}")
+        raise ValueError(f"unknown process {', '.join(unknown)}; known: {', '.join(known)}")
     specs: list[ProcessSpec] = []
-    for index, (name, module) in enumerate(WORKERS):
+    for index, process in enumerate(rows()):
         port = settings.health_base_port + index
-        env = {
-            "HEALTH_PORT": str(port),
-            "dramatiq_worker_timeout": str(settings.worker_idle_timeout_ms),
-        }
-        specs.append(ProcessSpec(name, worker_argv(module, settings), port, env))
-    port = settings.health_base_port + len(WORKERS)
-    specs.append(
-        ProcessSpec(
-            SCHEDULER, (sys.executable, "-m", "scheduler"), port, {"HEALTH_PORT": str(port)}
-        )
-    )
+        env = {"HEALTH_PORT": str(port)}
+        if process.kind == "worker":
+            env["dramatiq_worker_timeout"] = str(settings.worker_idle_timeout_ms)
+            argv = worker_argv(process.module, settings)
+        else:
+            argv = (sys.executable, "-m", process.module)
+        specs.append(ProcessSpec(process.name, argv, port, env))
     return [spec for spec in specs if not only or spec.name in only]
 
 
-def _product_api_root() -> str | None:
-    """Where the child finds `examples.product_api`: "" (as installed), the checkout's root
-    (only the source tree has it: an editable install made before it existed), or None."""
-    try:
-        if importlib.util.find_spec("examples.product_api") is not None:
-            return ""
-    except ModuleNotFoundError:
-        pass
-    root = Path(__file__).resolve().parents[2]
-    return str(root) if (root / "examples" / "product_api" / "__init__.py").is_file() else None
-
-
-def product_api_spec(env: Mapping[str, str]) -> ProcessSpec | None:
-    """The example product API under uvicorn (`python -m examples.product_api`), or None when it
-    or its dependencies are not installed. Its port answers the API and its /health."""
-    for module in ("uvicorn", "fastapi", "multipart", "jinja2"):
-        if importlib.util.find_spec(module) is None:
-            return None
-    root = _product_api_root()
-    if root is None:
+def extra_spec(process: Process, env: Mapping[str, str]) -> ProcessSpec | None:
+    """An extra under `python -m <module>`, or None when its dependencies are not installed.
+    Its port answers its /health (and, for the web ones, the pages)."""
+    if any(find_spec(module) is None for module in process.requires):
         return None
-    port = int(env.get("PRODUCT_API_PORT") or 8180)
-    spec_env = {"PRODUCT_API_PORT": str(port)}
-    if root:
-        spec_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    argv = (sys.executable, "-m", "examples.product_api")
-    return ProcessSpec(PRODUCT_API, argv, port, spec_env)
-
-
-def console_spec(env: Mapping[str, str]) -> ProcessSpec | None:
-    """The operator console (`python -m shared.console`, i.e. `fleet web`), or None when its
-    dependencies are not installed. Its port answers the pages and its /health."""
-    for module in ("uvicorn", "fastapi", "multipart", "jinja2"):
-        if importlib.util.find_spec(module) is None:
-            return None
-    port = int(env.get("CONSOLE_PORT") or 8190)
-    argv = (sys.executable, "-m", "shared.console")
-    return ProcessSpec(CONSOLE, argv, port, {"CONSOLE_PORT": str(port)})
-
-
-#: The email domain's inbound SMTP listener (workers/email/feedback/inbound.py): takes the
-#: DSNs sent back to the VERP senders. `make run` starts it like the console (skipped when its
-#: ports are busy); SMTP on EMAIL_INBOUND_PORT (2526), /health on EMAIL_INBOUND_HEALTH_PORT (8185).
-EMAIL_INBOUND = "email-inbound"
-
-
-def email_inbound_spec(env: Mapping[str, str]) -> ProcessSpec | None:
-    """`python -m workers.email.feedback.inbound`, or None without the `email` extra."""
-    if importlib.util.find_spec("aiosmtpd") is None:
+    if find_spec(process.module.partition(".")[0]) is None:
         return None
-    port = int(env.get("EMAIL_INBOUND_HEALTH_PORT") or 8185)
-    argv = (sys.executable, "-m", "workers.email.feedback.inbound")
-    return ProcessSpec(EMAIL_INBOUND, argv, port, {"HEALTH_PORT": str(port)})
+    port_env = process.port_env or "HEALTH_PORT"
+    port = int(env.get(port_env) or process.port or 0)
+    spec_env = {process.port_as or port_env: str(port)}
+    return ProcessSpec(process.name, (sys.executable, "-m", process.module), port, spec_env)
+
+
+def extra_ports(process: Process, env: Mapping[str, str]) -> list[int]:
+    """The further ports an extra listens on (e.g. the inbound SMTP port)."""
+    return [int(env.get(name) or default) for name, default in process.extra_ports]
+
+
+def find_extra(name: str) -> Process:
+    for process in extras():
+        if process.name == name:
+            return process
+    raise ValueError(f"unknown extra process {name}; known: {', '.join(extra_names())}")
 
 
 def lookup(settings: Settings, name: str) -> ProcessSpec:

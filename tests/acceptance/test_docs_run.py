@@ -71,12 +71,15 @@ def test_the_kernel_page_has_runnable_blocks() -> None:
 def _command(path: list[str]) -> tuple[Any, list[str]]:
     """The click command a `fleet` line names, and the words left for its arguments."""
     from shared.cli import lazy
-    from shared.cli.main import DOMAIN_APPS, app
+    from shared.cli.main import KERNEL_APPS, app
+    from shared.domains import commands
 
+    lazy_apps = {name: target for name, (target, _) in KERNEL_APPS.items()}
+    lazy_apps.update({c.name: c.target for c in commands()})
     command: Any = typer.main.get_command(app)
     words = list(path)
-    if words and words[0] in DOMAIN_APPS:
-        command = lazy.to_command(lazy.load(DOMAIN_APPS[words.pop(0)]))
+    if words and words[0] in lazy_apps:
+        command = lazy.to_command(lazy.load(lazy_apps[words.pop(0)]))
     while words and hasattr(command, "list_commands"):  # a group (typer's own click)
         sub = command.get_command(command.context_class(command), words[0])
         if sub is None:

@@ -74,7 +74,7 @@ def test_exit_codes_separate_bad_input_from_failures() -> None:
 
 
 @pytest.fixture
-def domains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def domains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[str, str]]:
     """Three domain packages on disk: one that works, one whose import fails, one absent."""
     for name, body in {
         "jfcli_ok": "import typer\napp = typer.Typer()\n@app.command()\ndef hello(name: str) -> None:\n"
@@ -87,25 +87,25 @@ def domains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         (package / "cli.py").write_text(body)
     monkeypatch.syspath_prepend(str(tmp_path))
     return {
-        "ok": "jfcli_ok.cli:app",
-        "broken": "jfcli_broken.cli:app",
-        "absent": "jfcli_absent.cli:app",
+        "ok": ("jfcli_ok.cli:app", "ok"),
+        "broken": ("jfcli_broken.cli:app", "broken"),
+        "absent": ("jfcli_absent.cli:app", "absent"),
     }
 
 
-def test_domains_on_disk_are_registered_without_being_imported(domains: dict[str, str]) -> None:
+def test_domains_on_disk_are_registered_without_being_imported(domains: dict[str, tuple[str, str]]) -> None:
     import sys
 
     app = FleetApp()
-    assert lazy.register(app, domains, {}) == ["ok", "broken"]
+    assert lazy.register(app, domains) == ["ok", "broken"]
     assert "jfcli_ok.cli" not in sys.modules and "jfcli_broken" not in sys.modules
 
 
 def test_a_domain_command_forwards_its_arguments(
-    domains: dict[str, str], capsys: pytest.CaptureFixture[str]
+    domains: dict[str, tuple[str, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     app = FleetApp()
-    lazy.register(app, domains, {})
+    lazy.register(app, domains)
     with pytest.raises(SystemExit) as done:
         app(["ok", "hello", "Zoë"], prog_name="fleet")
     assert done.value.code == 0
@@ -113,10 +113,10 @@ def test_a_domain_command_forwards_its_arguments(
 
 
 def test_a_domain_that_fails_to_import_says_why(
-    domains: dict[str, str], capsys: pytest.CaptureFixture[str]
+    domains: dict[str, tuple[str, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     app = FleetApp()
-    lazy.register(app, domains, {})
+    lazy.register(app, domains)
     with pytest.raises(SystemExit) as done:
         app(["broken", "anything"], prog_name="fleet")
     assert done.value.code == 1

@@ -9,7 +9,7 @@ import pytest
 from dramatiq.errors import ActorNotFound
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
-from shared.config import DEFAULT_RETRIES, RetryPolicy, Settings
+from shared.config import RetryPolicy, Settings, default_retries
 from shared.errors import (
     AlreadyDone,
     BrokerUnavailable,
@@ -103,7 +103,7 @@ def test_queue_policies_are_the_design_defaults_not_dramatiqs() -> None:
     assert settings.retry_policy("anything-else") == RetryPolicy(
         max_attempts=5, min_backoff_ms=3_000
     )
-    assert set(DEFAULT_RETRIES) == set(expected)
+    assert set(default_retries()) == set(expected)
 
 
 def test_a_queue_policy_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,15 @@
+"""The doc domain's registration (entry point `jobfleet.domains`: `doc`): plain data."""
+
+from shared.domains import Command, Domain, Process
+
+DOMAIN = Domain(
+    name="doc",
+    order=40,
+    settings=(),
+    commands=(
+        Command("doc", "workers.doc.cli:app", "Documents: ingest PDFs, status, full-text search."),
+    ),
+    processes=(Process("worker-doc", "workers.doc.app"),),
+    demo=("shared.cli.demo_documents:Documents",),
+    retries={"doc": {"max_attempts": 5, "min_backoff_ms": 3_000}},
+)
