@@ -9,9 +9,8 @@ import dramatiq
 import psycopg
 from dramatiq.middleware import TimeLimit
 
-from .broker import FleetRedisBroker, build_broker
+from .broker import FleetRedisBroker, build_broker, consumers_check
 from .config import Settings, get_settings
-from .consumer import consumers_check
 from .db.connect import connect_kwargs, pooled
 from .db.watch import RunStoreWatch
 from .jobs import catalog
@@ -63,8 +62,8 @@ def health_server(
 def boot_worker(domain: str, *, settings: Settings | None = None) -> FleetRedisBroker:
     """Build the broker of a worker process, install it globally and return it.
 
-    Called on import of `workers.<domain>` (Dramatiq's CLI imports the module to find the
-    broker and actors); nothing connects until the worker boots.
+    Called by a domain's `app` module, the one Dramatiq's CLI imports to find the broker and
+    the actors (`dramatiq <domain package>.app`); nothing connects until the worker boots.
     """
     settings = settings or get_settings()
     service = f"worker-{domain}"

@@ -20,7 +20,9 @@ What a domain contributes:
 - `demo`: scenarios of `fleet demo`.
 - `migrations`: the package holding its alembic revisions.
 - `retries`: the default retry policy of its queues.
-- `status`: a function adding its sections to `fleet status`.
+- `status`: a module adding its sections to `fleet status` (`sections(settings, metrics)` and
+  `render(report, out)`).
+- `console`: a module adding its pages and panels to the operator console (shared/console).
 
 Adding a domain touches no kernel file: docs/domains.md lists the files a new domain adds.
 """
@@ -88,6 +90,7 @@ class Domain:
     migrations: str | None = None
     retries: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     status: str | None = None
+    console: str | None = None
 
 
 class DomainError(Exception):
@@ -138,6 +141,11 @@ def retry_defaults() -> dict[str, dict[str, int]]:
 
 def migration_packages() -> list[str]:
     return [d.migrations for d in registered() if d.migrations]
+
+
+def consoles() -> list[Any]:
+    """The console modules the domains register (imported: the console needs them all)."""
+    return [load_target(d.console) for d in registered() if d.console]
 
 
 def hooks(kind: Literal["services", "demo"]) -> list[Callable[..., Any]]:

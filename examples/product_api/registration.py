@@ -20,5 +20,5 @@ DOMAIN = Domain(
             summary="example product API: {url}/docs (X-API-Key header; development keys in docs/producers.md)",
         ),
     ),
-    demo=("shared.cli.demo_api:ProductApi",),
+    demo=("examples.product_api.demo:scenario",),
 )

@@ -1,10 +1,11 @@
 """`fleet demo`: a realistic workload through every worker of a running fleet (`make run`).
 
-It sends, as a demo tenant (a new org id each run): a welcome sequence and a sign-in code
-(email), embeddings and a summary (ai), an accounting export of 50,000 rows (export), a
-born-digital and a scanned invoice (doc), a lottery round with three players through draw,
-badges and prize claim (scheduler + chain-actions), and, like a frontend, an export and an email
-over HTTP through the example product API when it runs (`demo_api.py`). Then it shows a live
+It runs, as a demo tenant (a new org id each run), the scenario each domain registers
+(`Domain.demo`): e.g. a welcome sequence and a sign-in code (email), embeddings and a summary
+(ai), an accounting export of 50,000 rows (export), a born-digital and a scanned invoice (doc), a
+lottery round with three players through draw, badges and prize claim (chain actions and the
+scheduler), and, like a frontend, an export and an email over HTTP through the example product
+API when it runs. Then it shows a live
 table of the runs by queue and status until every run settles and every scenario reached its
 result, and says where to look at each result. Exit code 0 when every run completed, 1 otherwise.
 """
@@ -21,24 +22,17 @@ import typer
 
 from shared.runtime import Runtime
 
-from .demo_api import ProductApi
-from .demo_chain import Lottery
-from .demo_documents import Documents
-from .demo_workload import Ai, Emails, Export, Scenario
+from .scenario import Scenario
 
 STATUSES = ("QUEUED", "RUNNING", "FAILED", "COMPLETED", "DEAD", "CANCELED")
 SETTLED = frozenset({"COMPLETED", "DEAD", "CANCELED"})
 
 
 def scenarios(org: uuid.UUID, *, small: bool) -> list[Scenario]:
-    return [
-        Emails(org),
-        Ai(org),
-        Export(org, rows=2_000 if small else 50_000),
-        Documents(org),
-        Lottery(),
-        ProductApi(),
-    ]
+    """One scenario per registered demo step (`scenario(org, small=...)`), in fleet order."""
+    from shared.domains import hooks
+
+    return [make(org, small=small) for make in hooks("demo")]
 
 
 def counts(rt: Runtime, since: datetime) -> Counter[tuple[str, str]]:

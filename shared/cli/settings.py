@@ -55,20 +55,25 @@ def redact(name: str, value: Any) -> Any:
 
 
 def settings_rows() -> list[dict[str, Any]]:
-    """Every setting: name, environment variable, redacted value, description."""
-    from shared.config import Settings, get_settings
+    """Every setting, the kernel's then each domain's: name (its environment variable in lower
+    case), environment variable, redacted value, description."""
+    from shared.config import settings_for
+    from shared.config_doc import env_name, settings_classes
 
-    settings = get_settings()
-    data = settings.model_dump(mode="json")
-    return [
-        {
-            "name": name,
-            "env": name.upper(),
-            "value": redact(name, data.get(name)),
-            "description": field.description or "",
-        }
-        for name, field in Settings.model_fields.items()
-    ]
+    rows = []
+    for settings_class in settings_classes():
+        data = settings_for(settings_class).model_dump(mode="json")
+        for name, field in settings_class.model_fields.items():
+            env = env_name(name, field, settings_class)
+            rows.append(
+                {
+                    "name": env.lower(),
+                    "env": env,
+                    "value": redact(env.lower(), data.get(name)),
+                    "description": field.description or "",
+                }
+            )
+    return rows
 
 
 def config(

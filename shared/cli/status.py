@@ -67,7 +67,7 @@ def queues(settings: Settings) -> Section:
 def heartbeats(settings: Settings, *, now_ms: float | None = None) -> Section:
     """Consumers whose heartbeat is younger than `heartbeat_timeout_ms` (Dramatiq's own rule)."""
     from shared import redis_conn
-    from shared.consumer import dead_consumers_key
+    from shared.broker import dead_consumers_key
 
     client = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)
     try:

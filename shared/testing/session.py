@@ -1,6 +1,6 @@
 """A stand-in SQLAlchemy session that records what a product's write path would execute.
 
-The domain clients (`workers.<domain>.client`) write their rows with `session.execute(text(...),
+Each domain's `client` module writes their rows with `session.execute(text(...),
 params)` and stage their job with `outbox.enqueue(session, ...)`, ids generated client-side and
 no `RETURNING`: a test runs that write path on a `RecordingSession` with no database, then asks
 what was written (`statements`, `inserts_into("exports")`) and what was sent (the `jobfleet`

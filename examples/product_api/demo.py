@@ -1,10 +1,10 @@
-"""The demo's frontend: work sent over HTTP through the example product API (`fleet demo`).
+"""The demo's frontend (the registration's `demo`): work sent over HTTP through the example product API (`fleet demo`).
 
 When the product API that `make run` starts answers (`PRODUCT_API_URL`, default
 http://127.0.0.1:8180, key `PRODUCT_API_KEY`, default the development key of org A), the demo
 does what a frontend would: `POST /exports` and `POST /emails`, then polls each job's status URL
 (`GET /jobs/{job_id}`) until it settles, and asks for the export's download link. Otherwise the
-scenario is skipped and says why. Plain HTTP (urllib): the kernel imports no product code.
+scenario is skipped and says why. Plain HTTP (urllib), as a frontend would.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import os
 import urllib.error
 import urllib.request
 from typing import Any
+from uuid import UUID
 
+from shared.cli.scenario import Scenario
 from shared.runtime import Runtime
-
-from .demo_workload import Scenario
 
 DEFAULT_URL = "http://127.0.0.1:8180"
 DEFAULT_KEY = "dev-key-org-a"
@@ -98,3 +98,8 @@ class ProductApi(Scenario):
                 else f"download link: {status} {link}"
             )
         return lines + self.notes
+
+
+def scenario(org: UUID, *, small: bool) -> Scenario:
+    """`fleet demo`'s step: the product API picks the org from its key, not from `org`."""
+    return ProductApi()
