@@ -81,6 +81,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports  # DESIGN §1's import rules: [tool.importlinter] in pyproject.toml
 	node contracts/build.mjs --check
 
 format:
@@ -90,6 +91,6 @@ format:
 bench:
 	$(BIN)/python bench/throughput.py
 
-## config-doc: regenerate the README's configuration table from shared/config.py
+## config-doc: regenerate the README's configuration tables (the kernel's and every domain's settings)
 config-doc:
 	$(BIN)/python -m shared.config_doc --write README.md
