@@ -10,7 +10,7 @@ compared with a direct HTTP loop against the same loopback server in the same ru
   OpenAI-compatible server of the tests (a thread of this process; answers at once).
 - domain: `workers.ai.run.run_task` called in a loop, no broker: the task row (ensure, claim,
   succeed), both Redis limits and the usage record, around the same HTTP call.
-- worker: `dramatiq workers.ai --processes 1 --threads 1`, N `ai:run` summarize jobs sent
+- worker: `dramatiq workers.ai.app --processes 1 --threads 1`, N `ai:run` summarize jobs sent
   through the kernel, one at a time in the worker: per job = (last finished_at - first
   started_at) / N over the tasks; it adds dequeue, run tracking (durable) and the ack.
 Overhead per call = per-job time - direct per-call time. Medians over --repeat. Runs in its own
@@ -39,6 +39,7 @@ import psycopg  # noqa: E402
 from bench.sandbox import Sandbox  # noqa: E402
 from shared.config import Settings  # noqa: E402
 from tests.workers.ai.fake_openai import FakeOpenAI  # noqa: E402
+from workers.ai.settings import AiSettings  # noqa: E402
 
 ORG = uuid.UUID("6be2c4a0-0000-4000-8000-0000000000a1")
 WORDS = [
@@ -133,7 +134,7 @@ def payload(i: int, rep: str) -> dict[str, Any]:
     }
 
 
-def domain_loop(settings: Settings, n: int) -> float:
+def domain_loop(settings: Settings, ai_settings: AiSettings, n: int) -> float:
     """Milliseconds per `run_task` (domain logic + HTTP), no broker."""
     from shared.contracts.ai import AiRunV1
     from shared.jobs.context import JobContext
@@ -142,7 +143,7 @@ def domain_loop(settings: Settings, n: int) -> float:
     from workers.ai.wiring import build_ai
 
     runtime = Runtime(settings)
-    ai = build_ai(runtime)
+    ai = build_ai(runtime, settings=ai_settings)
     try:
         jobs = [AiRunV1.model_validate(payload(i, "domain")) for i in range(n + 1)]
 
@@ -224,11 +225,11 @@ def main() -> None:
     }
     try:
         sandbox.create()
-        settings = sandbox.settings.model_copy(
+        ai_settings = AiSettings().model_copy(
             update={
-                "ai_base_url": server.url,
-                "ai_requests_per_minute": 1_000_000,
-                "ai_tokens_per_day": 10**9,
+                "base_url": server.url,
+                "requests_per_minute": 1_000_000,
+                "tokens_per_day": 10**9,
             }
         )
         env = sandbox.env(
@@ -236,7 +237,7 @@ def main() -> None:
         )
         log_path = tmp / "worker.log"
         worker = subprocess.Popen(
-            [sys.executable, "-m", "dramatiq", "workers.ai", "--processes", "1", "--threads", "1", "--skip-logging"],
+            [sys.executable, "-m", "dramatiq", "workers.ai.app", "--processes", "1", "--threads", "1", "--skip-logging"],
             cwd=REPO, env={**env, "LOG_LEVEL": "INFO"}, stdout=open(log_path, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
         )  # fmt: skip
         wait_log(log_path, "worker.ready", worker)
@@ -244,7 +245,7 @@ def main() -> None:
         runs: dict[str, list[float]] = {"direct_ms": [], "domain_ms": [], "worker_ms": []}
         for rep in range(args.repeat):
             runs["direct_ms"].append(direct_loop(server.url, args.calls))
-            runs["domain_ms"].append(domain_loop(settings, args.calls))
+            runs["domain_ms"].append(domain_loop(sandbox.settings, ai_settings, args.calls))
             runs["worker_ms"].append(worker_run(sandbox, args.calls, rep))
             print(
                 f"rep {rep}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in runs.items()), flush=True

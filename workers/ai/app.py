@@ -6,11 +6,12 @@ producer) never imports this module (DESIGN §1).
 """
 
 from shared.bootstrap import boot_worker
-from shared.config import get_settings
 from shared.observability.logging import redact_dramatiq_messages
+
+from .settings import ai_settings
 
 broker = boot_worker("ai")
 # The kernel keeps payloads out of Dramatiq's lines; AI_LOG_CONTENT (debugging) lets them in.
-redact_dramatiq_messages(enabled=not get_settings().ai_log_content)
+redact_dramatiq_messages(enabled=not ai_settings().log_content)
 
 from . import actors  # noqa: E402,F401  (binds the handlers to the broker above)

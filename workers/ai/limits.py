@@ -19,7 +19,7 @@ from datetime import date
 from typing import Any
 from uuid import UUID
 
-from shared.config import Settings
+from .settings import AiSettings
 
 _WINDOW = """
 local t = redis.call('TIME')
@@ -56,14 +56,12 @@ class OrgLimits:
     tokens_per_day: int
 
 
-def limits_for(settings: Settings, org_id: UUID) -> OrgLimits:
-    override = settings.ai_org_limits.get(str(org_id), {})
+def limits_for(settings: AiSettings, org_id: UUID) -> OrgLimits:
+    override = settings.org_limits.get(str(org_id), {})
     return OrgLimits(
-        requests_per_window=int(
-            override.get("requests_per_minute", settings.ai_requests_per_minute)
-        ),
-        window_ms=settings.ai_rate_window_ms,
-        tokens_per_day=int(override.get("tokens_per_day", settings.ai_tokens_per_day)),
+        requests_per_window=int(override.get("requests_per_minute", settings.requests_per_minute)),
+        window_ms=settings.rate_window_ms,
+        tokens_per_day=int(override.get("tokens_per_day", settings.tokens_per_day)),
     )
 
 

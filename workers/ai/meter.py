@@ -141,7 +141,7 @@ class Meter:
         content: dict[str, Any],
     ) -> None:
         duration_ms = round((time.perf_counter() - t0) * 1000, 1)
-        cost = usage.price(self.ai.settings.ai_prices, model, tokens_in, tokens_out)
+        cost = usage.price(self.ai.settings.prices, model, tokens_in, tokens_out)
         spent = usage.Usage(model=model, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         day = self.ai.clock().date()
         try:
@@ -160,6 +160,6 @@ class Meter:
             "model": model, "tokens_in": tokens_in, "tokens_out": tokens_out,
             "cost": str(cost), "duration_ms": duration_ms,
         }  # fmt: skip
-        if self.ai.settings.ai_log_content:
+        if self.ai.settings.log_content:
             fields.update(content)
         log.info("ai.call", **fields)

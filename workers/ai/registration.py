@@ -5,7 +5,7 @@ from shared.domains import Command, Domain, Process
 DOMAIN = Domain(
     name="ai",
     order=20,
-    settings=(),
+    settings=("workers.ai.settings:AiSettings",),
     commands=(Command("ai", "workers.ai.cli:app", "AI tasks: run one, usage and cost per org."),),
     processes=(Process("worker-ai", "workers.ai.app"),),
     demo=("shared.cli.demo_workload:Ai",),

@@ -79,7 +79,7 @@ def _prepare(payload: AiRunV1, ai: Ai) -> tuple[store.TaskRow, Any] | dict[str, 
             store.release(conn, row, "FAILED", now, error_code=exc.code, error=str(exc))
             invalid = exc
         else:
-            claimed = store.claim(conn, row, now, ai.settings.ai_task_lease_s)
+            claimed = store.claim(conn, row, now, ai.settings.task_lease_s)
             if claimed is None:
                 return _not_claimed(conn, row, now)
     if invalid is not None:
@@ -91,17 +91,15 @@ def _prepare(payload: AiRunV1, ai: Ai) -> tuple[store.TaskRow, Any] | dict[str, 
 def _execute(row: store.TaskRow, params: Any, meter: Meter, ai: Ai) -> tuple[Any, str]:
     settings = ai.settings
     if isinstance(params, tasks.EmbedParams):
-        name = params.provider or settings.ai_embed_provider
-        model = params.model or (LOCAL_MODEL if name == "local" else settings.ai_embed_model)
+        name = params.provider or settings.embed_provider
+        model = params.model or (LOCAL_MODEL if name == "local" else settings.embed_model)
         texts = row.input if isinstance(row.input, list) else [row.input]
         embedded = meter.embed(ai.provider(name), texts, model=model)
         dims = len(embedded.vectors[0]) if embedded.vectors else 0
         return {"vectors": embedded.vectors, "dims": dims, "model": embedded.model}, name
     provider = ai.provider("openai")
-    model = params.model or settings.ai_model
-    max_tokens = min(
-        params.max_tokens or settings.ai_max_output_tokens, settings.ai_max_output_tokens
-    )
+    model = params.model or settings.model
+    max_tokens = min(params.max_tokens or settings.max_output_tokens, settings.max_output_tokens)
 
     def chat(messages: list[Message], json_mode: bool) -> Completion:
         return meter.chat(
@@ -132,9 +130,9 @@ def _release_after(exc: BaseException, row: store.TaskRow, job: JobContext, ai: 
     if (
         isinstance(exc, ProviderThrottled)
         and exc.retry_after_s is not None
-        and row.deferrals < settings.ai_max_deferrals
+        and row.deferrals < settings.max_deferrals
     ):
-        delay_ms = int(min(exc.retry_after_s, settings.ai_retry_after_max_s) * 1000) + 50
+        delay_ms = int(min(exc.retry_after_s, settings.retry_after_max_s) * 1000) + 50
         _release(ai, row, "PENDING", code, str(exc), deferral=True)
         raise RetryLater(
             f"provider throttled, Retry-After honoured: {exc}", delay_ms=delay_ms

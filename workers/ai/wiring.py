@@ -1,5 +1,8 @@
 """The composition root of the ai domain: the collaborators its functions take, built once per
-process on first use (never at import time); tests install their own with `set_ai`."""
+process on first use (never at import time); tests install their own with `set_ai`.
+
+`Ai.settings` are the domain's (`AiSettings`, `AI_*`); the kernel's (Redis, the broker's
+namespace) only serve to build the limiter here."""
 
 from __future__ import annotations
 
@@ -15,11 +18,10 @@ from shared.runtime import Runtime, get_runtime
 
 from .limits import Limiter
 from .provider import Provider
+from .settings import AiSettings, ai_settings
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
-
-    from shared.config import Settings
 
 
 def utcnow() -> datetime:
@@ -28,7 +30,7 @@ def utcnow() -> datetime:
 
 @dataclass
 class Ai:
-    settings: Settings
+    settings: AiSettings
     pool: ConnectionPool
     limiter: Limiter
     clock: Callable[[], datetime] = utcnow
@@ -49,15 +51,15 @@ class Ai:
             from .providers.openai_compat import OpenAICompatProvider
 
             return OpenAICompatProvider(
-                s.ai_base_url,
-                api_key=s.ai_api_key.get_secret_value() if s.ai_api_key else None,
-                connect_timeout_s=s.ai_connect_timeout_s,
-                read_timeout_s=s.ai_read_timeout_s,
+                s.base_url,
+                api_key=s.api_key.get_secret_value() if s.api_key else None,
+                connect_timeout_s=s.connect_timeout_s,
+                read_timeout_s=s.read_timeout_s,
             )
         if name == "local":
             from .providers.local_embed import LocalEmbedProvider
 
-            directory = s.ai_local_embed_model_dir
+            directory = s.local_embed_model_dir
             return LocalEmbedProvider(Path(directory) if directory else None)
         raise ValueError(f"unknown AI provider {name!r}")
 
@@ -67,22 +69,24 @@ class Ai:
 
 
 def build_ai(runtime: Runtime, **overrides: Any) -> Ai:
+    """The domain's collaborators on `runtime` (its pool and Redis); `settings` default to the
+    process's `AiSettings`."""
     from shared import redis_conn
 
     from . import usage
 
-    settings = runtime.settings
+    kernel = runtime.settings
     pool = overrides.pop("pool", None) or runtime.pool
 
     def seed(org_id: Any, day: Any) -> int:
         with pool.connection() as conn:
             return usage.tokens_on(conn, org_id, day)
 
-    client = redis_conn.client(settings, socket_timeout=5, socket_connect_timeout=5)
+    client = redis_conn.client(kernel, socket_timeout=5, socket_connect_timeout=5)
     parts: dict[str, Any] = {
-        "settings": settings,
+        "settings": ai_settings(),
         "pool": pool,
-        "limiter": Limiter(client, settings.broker_namespace, seed),
+        "limiter": Limiter(client, kernel.broker_namespace, seed),
     }
     parts.update(overrides)
     return Ai(**parts)

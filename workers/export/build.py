@@ -103,13 +103,13 @@ def _write(
     x: Exporter,
 ) -> tuple[StoredObject, Written]:
     with x.pool.connection() as conn, query.open_rows(conn, plan, as_text=fmt.as_text) as rows:
-        if fmt.name == "PDF" and rows.total > x.settings.export_pdf_max_rows:
+        if fmt.name == "PDF" and rows.total > x.settings.pdf_max_rows:
             raise PermanentError(
-                f"{rows.total} rows is too many for a PDF report (at most {x.settings.export_pdf_max_rows}); "
+                f"{rows.total} rows is too many for a PDF report (at most {x.settings.pdf_max_rows}); "
                 "use CSV, XLSX or ZIP",
                 code="TOO_LARGE_FOR_PDF",
             )
-        progress = Progress(rows.total, x.settings.export_progress_steps, _reporter(row, job, x))
+        progress = Progress(rows.total, x.settings.progress_steps, _reporter(row, job, x))
         meta = Meta(
             export_id=str(row.id),
             org_id=str(row.org_id),
@@ -118,17 +118,15 @@ def _write(
             generated_at=x.clock().isoformat(timespec="seconds"),
             params=row.params,
             total=rows.total,
-            pdf_font=x.settings.export_pdf_font,
-            pdf_font_bold=x.settings.export_pdf_font_bold,
+            pdf_font=x.settings.pdf_font,
+            pdf_font_bold=x.settings.pdf_font_bold,
         )
         with x.storage.open_writer(object_key_for(row, fmt.extension), fmt.content_type) as writer:
             writer.on_token = lambda token: progress.save(
                 {"export_id": str(row.id), "upload": token}
             )
             writer.on_token(writer.resume_token)
-            batches = progress.track(
-                rows.batches(progress.batch_size(x.settings.export_fetch_rows))
-            )
+            batches = progress.track(rows.batches(progress.batch_size(x.settings.fetch_rows)))
             written = fmt.write(cast(IO[bytes], writer), export_type, batches, meta)
             progress.report()  # the last one: done == total
             return writer.commit(), written

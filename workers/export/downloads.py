@@ -41,7 +41,7 @@ def export_url(x: Exporter, export_id: UUID, org_id: UUID, *, ttl_s: int | None 
             f"export {export_id} is stored in {fo.provider}, this process uses {x.storage.provider}"
         )
     extension = fo.key.rsplit(".", 1)[-1]
-    ttl = ttl_s or x.settings.storage_url_ttl_s
+    ttl = ttl_s or x.url_ttl_s
     return x.storage.signed_url(fo.key, expires_in=ttl, filename=download_name(row, extension))
 
 

@@ -5,7 +5,7 @@ from shared.domains import Command, Domain, Process
 DOMAIN = Domain(
     name="export",
     order=30,
-    settings=(),
+    settings=("workers.export.settings:ExportSettings",),
     commands=(
         Command(
             "export",

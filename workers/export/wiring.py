@@ -1,6 +1,9 @@
 """The composition root of the export domain: the collaborators `build_export` takes, built
 once per process on first use (never at import time); tests install their own with
-`set_exporter`."""
+`set_exporter`.
+
+`Exporter.settings` are the domain's (`ExportSettings`, `EXPORT_*`); the storage backend and the
+lifetime of download links come from the kernel's storage port (`STORAGE_*`)."""
 
 from __future__ import annotations
 
@@ -13,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from shared.runtime import Runtime, get_runtime
 from shared.storage import StorageBackend, build_storage
 
+from .settings import ExportSettings, export_settings
+
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
-
-    from shared.config import Settings
 
 
 def utcnow() -> datetime:
@@ -25,17 +28,25 @@ def utcnow() -> datetime:
 
 @dataclass
 class Exporter:
-    settings: Settings
+    settings: ExportSettings
     pool: ConnectionPool
     storage: StorageBackend
+    #: Default lifetime of a download link (STORAGE_URL_TTL_S).
+    url_ttl_s: int
     clock: Callable[[], datetime] = utcnow
 
 
 def build_exporter(runtime: Runtime, **overrides: Any) -> Exporter:
-    parts: dict[str, Any] = {"settings": runtime.settings, "pool": runtime.pool}
+    """The domain's collaborators on `runtime` (its pool; storage and link lifetime from its
+    settings); `settings` default to the process's `ExportSettings`."""
+    parts: dict[str, Any] = {
+        "settings": export_settings(),
+        "pool": runtime.pool,
+        "url_ttl_s": runtime.settings.storage_url_ttl_s,
+    }
     parts.update(overrides)
     if "storage" not in parts:
-        parts["storage"] = build_storage(parts["settings"])
+        parts["storage"] = build_storage(runtime.settings)
     return Exporter(**parts)
 
 

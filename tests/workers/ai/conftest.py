@@ -14,6 +14,7 @@ from tests.support.inprocess import InProcessWorker, started_workers
 from tests.support.wait import wait_for
 from tests.workers.ai.fake_openai import FakeOpenAI
 from workers.ai import actors
+from workers.ai.settings import AiSettings
 from workers.ai.wiring import Ai, build_ai, set_ai
 
 #: The ai policy (2 attempts) with a backoff short enough for tests.
@@ -34,26 +35,27 @@ def fake_ai(fake_ai_server: FakeOpenAI) -> FakeOpenAI:
     return fake_ai_server
 
 
-def ai_settings(settings: Settings, url: str, **overrides: Any) -> Settings:
+def fake_ai_settings(url: str, **overrides: Any) -> AiSettings:
+    """The ai domain's settings pointed at the fake API, with short timeouts and lease."""
     update: dict[str, Any] = {
-        "retries": {**settings.retries, "ai": AI_RETRY},
-        "ai_base_url": url,
-        "ai_api_key": None,
-        "ai_model": "gpt-4o-mini",
-        "ai_read_timeout_s": READ_TIMEOUT_S,
-        "ai_connect_timeout_s": 1.0,
-        "ai_task_lease_s": 10.0,
+        "base_url": url,
+        "api_key": None,
+        "model": "gpt-4o-mini",
+        "read_timeout_s": READ_TIMEOUT_S,
+        "connect_timeout_s": 1.0,
+        "task_lease_s": 10.0,
     }
     update.update(overrides)
-    return settings.model_copy(update=update)
+    return AiSettings().model_copy(update=update)
 
 
 class AiWorker(InProcessWorker):
     """An in-process ai worker (fleet middleware, real Redis and Postgres) on the `ai` queue."""
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings, service="test-ai", bind=actors.bind, queues={"ai"})
-        self.ai: Ai = build_ai(self.runtime)
+    def __init__(self, settings: Settings, ai_settings: AiSettings) -> None:
+        fast = settings.model_copy(update={"retries": {**settings.retries, "ai": AI_RETRY}})
+        super().__init__(fast, service="test-ai", bind=actors.bind, queues={"ai"})
+        self.ai: Ai = build_ai(self.runtime, settings=ai_settings)
 
     def stop(self) -> None:
         super().stop()
@@ -67,7 +69,9 @@ def make_ai_worker(
     with started_workers(
         install=lambda worker: set_ai(worker.ai), uninstall=lambda: set_ai(None)
     ) as start:
-        yield lambda **overrides: start(AiWorker(ai_settings(settings, fake_ai.url, **overrides)))
+        yield lambda **overrides: start(
+            AiWorker(settings, fake_ai_settings(fake_ai.url, **overrides))
+        )
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from shared.jobs.context import JobContext
 from shared.observability.logging import configure_logging
 from shared.runtime import Runtime
 from tests.support.wait import wait_run
-from tests.workers.ai.conftest import ai_settings, send_task, task_row, wait_task
+from tests.workers.ai.conftest import fake_ai_settings, send_task, task_row, wait_task
 from workers.ai.run import run_task
 from workers.ai.wiring import Ai, build_ai
 
@@ -55,9 +55,9 @@ def direct_ai(runtime: Runtime, fake_ai) -> Iterator[callable]:  # type: ignore[
     built: list[Runtime] = []
 
     def make(**overrides: object) -> Ai:
-        rt = Runtime(ai_settings(runtime.settings, fake_ai.url, **overrides))
+        rt = Runtime(runtime.settings)
         built.append(rt)
-        return build_ai(rt)
+        return build_ai(rt, settings=fake_ai_settings(fake_ai.url, **overrides))
 
     yield make
     for rt in built:
@@ -114,7 +114,7 @@ def test_prompts_and_outputs_are_logged_only_with_the_debug_setting(
     direct_ai, fake_ai, db, capfd: pytest.CaptureFixture[str], debug: bool
 ) -> None:
     configure_logging(level="INFO", fmt="json", process="test-ai")
-    ai = direct_ai(ai_log_content=debug)
+    ai = direct_ai(log_content=debug)
     secret_in, secret_out = f"PROMPT-{uuid.uuid4().hex}", f"OUTPUT-{uuid.uuid4().hex}"
     from tests.workers.ai.fake_openai import Reply
 

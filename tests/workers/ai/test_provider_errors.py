@@ -101,7 +101,7 @@ def test_a_success_status_with_a_body_that_is_not_json_is_retried(ai_worker, fak
 def test_a_provider_throttling_for_good_spends_attempts_once_the_deferrals_are_used(
     make_ai_worker, fake_ai, db
 ) -> None:
-    make_ai_worker(ai_max_deferrals=1)
+    make_ai_worker(max_deferrals=1)
     fake_ai.script(
         "forever", *[Reply(status=429, headers={"Retry-After": "0.2"}) for _ in range(3)]
     )

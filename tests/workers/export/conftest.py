@@ -17,6 +17,7 @@ from shared.storage.backends.s3 import S3Backend
 from tests.support.inprocess import InProcessWorker, started_workers
 from tests.workers.export.s3_server import S3Server
 from workers.export import actors
+from workers.export.settings import ExportSettings
 from workers.export.wiring import Exporter, build_exporter, set_exporter
 
 BUCKET = "jobfleet-exports"
@@ -49,7 +50,7 @@ def s3_storage(s3_server: S3Server) -> Iterator[S3Backend]:
 
 @pytest.fixture
 def exporter(runtime: Runtime, local_storage: LocalBackend) -> Exporter:
-    settings = runtime.settings.model_copy(update={"export_fetch_rows": 2_000})
+    settings = ExportSettings().model_copy(update={"fetch_rows": 2_000})
     return build_exporter(runtime, settings=settings, storage=local_storage)
 
 

@@ -249,7 +249,7 @@ def test_invalid_requests_fail_permanently_with_a_code(
 ) -> None:
     org = uuid.uuid4()
     seed_ledger(db, org, 30)
-    exporter.settings = exporter.settings.model_copy(update={"export_pdf_max_rows": 20})
+    exporter.settings = exporter.settings.model_copy(update={"pdf_max_rows": 20})
     payload = new_export(db, org, **params)
     with pytest.raises(PermanentError) as err:
         build_export(payload, job_context(org), exporter)

@@ -128,7 +128,7 @@ def test_pdf_without_its_font_file_falls_back_to_latin1_helvetica(
     org = uuid.uuid4()
     seed_ledger(db, org, 5)
     exporter.settings = exporter.settings.model_copy(
-        update={"export_pdf_font": str(tmp_path / "absent.ttf")}
+        update={"pdf_font": str(tmp_path / "absent.ttf")}
     )
     with structlog.testing.capture_logs() as logs:
         result = build_export(new_export(db, org, format="PDF"), job_context(org), exporter)
