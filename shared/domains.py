@@ -10,6 +10,9 @@ A registration is plain data: everything it names is a `"module:attribute"` stri
 when used, so `fleet --help` or `fleet config` imports no domain code beyond the registrations.
 What a domain contributes:
 
+- `jobs`: its job declarations (`"module:JOBS"`, a tuple of `shared.jobs.spec.JobSpec` with
+  their payload contracts), when they are not among the kernel's contracts (`shared/contracts`,
+  DESIGN §2, holds the five original domains'); `shared.jobs.catalog` adds them.
 - `settings`: its settings classes (own env prefix); `fleet config` and the README's
   configuration table list them after the kernel's.
 - `commands`: its `fleet` sub-commands (a Typer app, a click command or a function).
@@ -91,6 +94,7 @@ class Domain:
     retries: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     status: str | None = None
     console: str | None = None
+    jobs: str | None = None
 
 
 class DomainError(Exception):
@@ -141,6 +145,11 @@ def retry_defaults() -> dict[str, dict[str, int]]:
 
 def migration_packages() -> list[str]:
     return [d.migrations for d in registered() if d.migrations]
+
+
+def job_specs() -> list[Any]:
+    """The job declarations the domains bring themselves (`Domain.jobs`)."""
+    return [spec for d in registered() if d.jobs for spec in load_target(d.jobs)]
 
 
 def consoles() -> list[Any]:

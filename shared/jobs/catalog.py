@@ -1,4 +1,9 @@
-"""Every job of the fleet (DESIGN §2). Producers import these; workers bind handlers to them."""
+"""Every job of the fleet (DESIGN §2). Producers import these; workers bind handlers to them.
+
+The jobs of the original domains are declared here, on the kernel's contracts; a domain that
+brings its own declarations names them in its registration (`Domain.jobs`, shared/domains.py)
+and they join `ALL`, `BY_NAME` and `QUEUES` when this module is first imported.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +42,12 @@ CHAIN_CLAIM_REFUND = JobSpec(
     custom_id=lambda p: chain_job_id("CLAIM_REFUND", p.chain_id, p.contract, p.round_id, p.payer),
 )
 
+def _registered() -> tuple[JobSpec, ...]:  # type: ignore[type-arg]
+    from ..domains import job_specs
+
+    return tuple(job_specs())
+
+
 ALL: tuple[JobSpec, ...] = (  # type: ignore[type-arg]
     EMAIL_SEND,
     EMAIL_SEQ_RUN_DUE,
@@ -49,8 +60,12 @@ ALL: tuple[JobSpec, ...] = (  # type: ignore[type-arg]
     CHAIN_MINT_BADGE,
     CHAIN_CLAIM_PRIZE,
     CHAIN_CLAIM_REFUND,
+    *_registered(),
 )
 BY_NAME: dict[str, JobSpec] = {spec.name: spec for spec in ALL}  # type: ignore[type-arg]
+if len(BY_NAME) != len(ALL):
+    _names = [spec.name for spec in ALL]
+    raise ValueError(f"job declared twice: {sorted({n for n in _names if _names.count(n) > 1})}")
 QUEUES: tuple[str, ...] = tuple(dict.fromkeys(spec.queue for spec in ALL))
 
 
