@@ -1,5 +1,5 @@
 """The example product API (examples/product_api) under uvicorn, driven over HTTP like a frontend:
-real Redis and Postgres, the export worker as a `dramatiq workers.export` process, the outbox
+real Redis and Postgres, the export worker as a `dramatiq workers.export.app` process, the outbox
 relay running only when a test says so."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def api(
     tmp = tmp_path_factory.mktemp("product-api")
     server = start_api(tmp, "api", storage_env)
     worker = Proc(
-        [sys.executable, "-m", "dramatiq", "workers.export", "--processes", "1", "--threads", "2",
+        [sys.executable, "-m", "dramatiq", "workers.export.app", "--processes", "1", "--threads", "2",
          "--skip-logging"],
         env={**os.environ, **test_env(), **storage_env, "dramatiq_worker_timeout": "50"},
         log_path=tmp / "worker-export.log",

@@ -1,12 +1,7 @@
-"""The ai worker: `dramatiq workers.ai` (`make run-worker-ai`), booted by `app.py`.
+"""The ai domain: summarize, extract, classify and embed through a provider port, with per-org
+limits and cost accounting.
 
-Importing this package boots nothing, so that a producer can import `workers.ai.client`
-without a broker, logging set-up or runtime (DESIGN §1). Only when Dramatiq's CLI names this
-package as its broker module (`dramatiq workers.ai`, as the launcher and compose do) does it
-load `app.py`, the worker process.
+`app.py` is the worker process (`dramatiq workers.ai.app`, `make run-worker-ai`), the only
+module that boots anything; importing this package or `workers.ai.client` (the producer API)
+boots nothing (DESIGN §1). `registration.py` declares the domain to the kernel.
 """
-
-import sys
-
-if "dramatiq.cli" in sys.modules and __name__ in sys.argv[1:]:
-    from .app import broker  # noqa: F401

@@ -1,4 +1,4 @@
-"""The ai worker process: `dramatiq workers.ai.app` (or `dramatiq workers.ai`).
+"""The ai worker process: `dramatiq workers.ai.app`.
 
 The only module of the domain that boots anything: the worker's broker (installed globally, with
 its runtime and logging), then the actors bound to it. Importing `workers.ai.client` (a

@@ -1,12 +1,7 @@
-"""The export worker: `dramatiq workers.export` (`make run-worker-export`), booted by `app.py`.
+"""The export domain: exports streamed from Postgres as CSV, XLSX, PDF or ZIP into object
+storage, and their download links.
 
-Importing this package boots nothing, so that a producer can import `workers.export.client`
-without a broker, logging set-up or runtime (DESIGN §1). Only when Dramatiq's CLI names this
-package as its broker module (`dramatiq workers.export`, as the launcher and compose do) does it
-load `app.py`, the worker process.
+`app.py` is the worker process (`dramatiq workers.export.app`, `make run-worker-export`), the
+only module that boots anything; importing this package or `workers.export.client` (the producer
+API) boots nothing (DESIGN §1). `registration.py` declares the domain to the kernel.
 """
-
-import sys
-
-if "dramatiq.cli" in sys.modules and __name__ in sys.argv[1:]:
-    from .app import broker  # noqa: F401

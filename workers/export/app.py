@@ -1,4 +1,4 @@
-"""The export worker process: `dramatiq workers.export.app` (or `dramatiq workers.export`).
+"""The export worker process: `dramatiq workers.export.app`.
 
 The only module of the domain that boots anything: the worker's broker (installed globally, with
 its runtime and logging), then the actors bound to it. Importing `workers.export.client` (a

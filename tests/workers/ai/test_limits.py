@@ -1,4 +1,4 @@
-"""Per-org limits shared by two `dramatiq workers.ai` processes through Redis."""
+"""Per-org limits shared by two `dramatiq workers.ai.app` processes through Redis."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def two_workers(runtime, fake_ai: FakeOpenAI, tmp_path: Path) -> Iterator[list[W
         sys.executable,
         "-m",
         "dramatiq",
-        "workers.ai",
+        "workers.ai.app",
         "--processes",
         "1",
         "--threads",
