@@ -70,6 +70,10 @@ class JobRun(Base):
     replayed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     replayed_by: Mapped[str | None] = mapped_column(String(200))
     replay_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    # Every start on the record, and the lease it runs under (migration 0008_executions).
+    executions: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    lease_owner: Mapped[str | None] = mapped_column(Text)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (
         Index("ix_job_runs_org_status", "org_id", "status", "queued_at"),
@@ -78,6 +82,31 @@ class JobRun(Base):
             "ix_job_runs_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")
         ),
         Index("ix_job_runs_entity", "entity_type", "entity_id"),
+        # The operator console's pages: keyset pagination newest first on (queued_at, job_id),
+        # one index per leading filter (migration 0013_console).
+        Index("ix_job_runs_console_recent", text("queued_at DESC"), text("job_id DESC")),
+        Index("ix_job_runs_console_org", "org_id", text("queued_at DESC"), text("job_id DESC")),
+        Index("ix_job_runs_console_job", "job_name", text("queued_at DESC"), text("job_id DESC")),
+        Index("ix_job_runs_console_status", "status", text("queued_at DESC"), text("job_id DESC")),
+        Index("ix_job_runs_console_entity", "entity_id"),
+        Index(
+            "ix_job_runs_console_request",
+            "request_id",
+            postgresql_where=text("request_id IS NOT NULL"),
+        ),
+        Index(
+            "ix_job_runs_console_dead",
+            text("queued_at DESC"),
+            text("job_id DESC"),
+            postgresql_include=["error_code", "queue", "job_name", "org_id"],
+            postgresql_where=text("status = 'DEAD'"),
+        ),
+        Index(
+            "ix_job_runs_finished_at_job",
+            "finished_at",
+            postgresql_include=["job_name", "queue", "status", "started_at"],
+            postgresql_where=text("finished_at IS NOT NULL"),
+        ),
     )
 
 
