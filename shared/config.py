@@ -8,6 +8,7 @@ The README's configuration table is generated from all of them (`fleet config`).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, SecretStr
@@ -29,6 +30,11 @@ def default_retries() -> dict[str, RetryPolicy]:
     from .domains import retry_defaults
 
     return {queue: RetryPolicy(**policy) for queue, policy in retry_defaults().items()}
+
+
+@lru_cache(maxsize=1)
+def _registered_retries() -> dict[str, RetryPolicy]:
+    return default_retries()
 
 
 FALLBACK_RETRY = RetryPolicy(max_attempts=5, min_backoff_ms=3_000)
@@ -534,7 +540,7 @@ class Settings(BaseSettings):
     )
 
     def retry_policy(self, queue: str) -> RetryPolicy:
-        return self.retries.get(queue) or FALLBACK_RETRY
+        return self.retries.get(queue) or _registered_retries().get(queue) or FALLBACK_RETRY
 
     @property
     def dedup_window_ms(self) -> int:

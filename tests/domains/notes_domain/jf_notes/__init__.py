@@ -1,0 +1,1 @@
+"""The notes domain: a sixth domain added without touching the kernel. Boots nothing."""

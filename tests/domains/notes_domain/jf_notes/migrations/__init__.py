@@ -1,0 +1,1 @@
+"""The notes domain's alembic revisions (registration `migrations`)."""
