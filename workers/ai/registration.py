@@ -8,7 +8,7 @@ DOMAIN = Domain(
     settings=("workers.ai.settings:AiSettings",),
     commands=(Command("ai", "workers.ai.cli:app", "AI tasks: run one, usage and cost per org."),),
     processes=(Process("worker-ai", "workers.ai.app"),),
-    demo=("shared.cli.demo_workload:Ai",),
+    demo=("workers.ai.demo:scenario",),
     migrations="workers.ai.migrations",
     retries={"ai": {"max_attempts": 2, "min_backoff_ms": 5_000}},
 )

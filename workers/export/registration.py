@@ -14,7 +14,7 @@ DOMAIN = Domain(
         ),
     ),
     processes=(Process("worker-export", "workers.export.app"),),
-    demo=("shared.cli.demo_workload:Export",),
+    demo=("workers.export.demo:scenario",),
     migrations="workers.export.migrations",
     retries={"export": {"max_attempts": 3, "min_backoff_ms": 5_000}},
 )
