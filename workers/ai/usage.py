@@ -7,6 +7,7 @@ tokens are added to the task row and to the day's `ai_usage` row in one transact
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -125,3 +126,30 @@ def report(
         (org_id, since, until, until),
     ).fetchall()
     return [UsageRow(*row) for row in rows]
+
+
+@dataclass(frozen=True)
+class OrgDayCost:
+    day: date
+    org_id: UUID
+    requests: int
+    tokens_in: int
+    tokens_out: int
+    cost: Decimal
+    models: str  # the day's models, comma-separated
+
+
+def cost_by_org_day(
+    conn: psycopg.Connection[Any], *, orgs: Sequence[UUID] = (), days: int = 14, limit: int = 500
+) -> list[OrgDayCost]:
+    """AI cost per org and UTC day over the last `days` days, every model summed, latest day
+    first and the costliest org first within it (the operator console's Tenants card). `orgs`
+    scopes it (empty: every org); at most `limit` rows."""
+    scope = " AND org_id = ANY(%s)" if orgs else ""
+    rows = conn.execute(
+        "SELECT day, org_id, sum(requests), sum(tokens_in), sum(tokens_out), sum(cost),"
+        " string_agg(DISTINCT model, ', ') FROM ai_usage WHERE day >= current_date - %s"
+        f"{scope} GROUP BY day, org_id ORDER BY day DESC, sum(cost) DESC LIMIT %s",
+        [days, *([list(orgs)] if orgs else []), limit],
+    ).fetchall()
+    return [OrgDayCost(*row) for row in rows]
