@@ -8,9 +8,6 @@ outbox in the caller's transaction.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,7 +25,6 @@ from workers.export.client import request_export
 
 pytest_plugins = ["shared.testing.plugin"]
 
-ROOT = Path(__file__).resolve().parents[2]
 ORG, USER = uuid.uuid4(), uuid.uuid4()
 PDF = b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
 
@@ -243,63 +239,3 @@ def test_an_upload_the_worker_would_refuse_is_refused_before_storing_it(
     assert locs(exc) == [loc]
     assert session.statements == [] and jobfleet.sent_jobs() == []
     assert storage.list_keys("") == []
-
-
-HEAVY = ("web3", "eth_account", "pypdfium2", "numpy", "pytesseract", "tesserocr", "openpyxl")
-CLIENTS = ("email", "export", "doc", "ai")
-
-PROBE = textwrap.dedent(
-    """
-    import importlib, json, logging, sys, types
-    from pathlib import Path
-    shells = sys.argv[1] == "shells"
-    handlers = len(logging.getLogger().handlers)
-    import workers
-    for domain in {clients!r}:
-        if shells:  # the domain package without its __init__: what the client itself loads
-            package = types.ModuleType(f"workers.{{domain}}")
-            package.__path__ = [str(Path(workers.__file__).parent / domain)]
-            sys.modules[package.__name__] = package
-        importlib.import_module(f"workers.{{domain}}.client")
-    dramatiq_broker = sys.modules.get("dramatiq.broker")
-    runtime = sys.modules.get("shared.runtime")
-    print(json.dumps({{
-        "broker": dramatiq_broker is not None and dramatiq_broker.global_broker is not None,
-        "runtime": runtime is not None and runtime._runtime is not None,
-        "log_handlers": len(logging.getLogger().handlers) - handlers,
-        "booting": sorted(m for m in ("shared.bootstrap", "shared.broker") if m in sys.modules),
-        "actors": sorted(m for m in sys.modules if m.endswith((".actors", ".wiring"))),
-        "heavy": sorted(m for m in {heavy!r} if m in sys.modules),
-    }}))
-    """
-).format(clients=CLIENTS, heavy=HEAVY)
-
-NOTHING_BOOTED = {
-    "broker": False,
-    "runtime": False,
-    "log_handlers": 0,
-    "booting": [],
-    "actors": [],
-    "heavy": [],
-}
-
-
-def probe(mode: str) -> dict[str, object]:
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE, mode],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
-
-
-def test_the_client_modules_boot_nothing_and_load_no_heavy_dependency() -> None:
-    assert probe("shells") == NOTHING_BOOTED
-
-
-def test_importing_a_client_from_a_fresh_interpreter_boots_nothing() -> None:
-    assert probe("packages") == NOTHING_BOOTED
