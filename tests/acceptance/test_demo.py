@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from shared.jobs import catalog
-from shared.launcher.plan import CONSOLE, EMAIL_INBOUND, NAMES, PRODUCT_API
+from shared.launcher.plan import extra_names, names
 from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.wait import wait_for
@@ -141,7 +141,7 @@ def test_make_run_then_demo_settles_every_job_completed_and_sigterm_exits_0(
         report = json.loads(status.stdout)
         states = {p["name"]: p["state"] for p in report["workers"]["processes"]}
         # + the example API, the operator console and the email inbound listener
-        assert states == {name: "ready" for name in (*NAMES, PRODUCT_API, CONSOLE, EMAIL_INBOUND)}
+        assert states == {name: "ready" for name in (*names(), *extra_names())}
         assert report["workers"]["heartbeats"]["alive"] >= 5
         assert report["outbox"]["pending"] == 0
         assert report["scheduler"]["runs"]["lottery-keeper"]["ok"] >= 1

@@ -23,11 +23,13 @@ import pytest
 
 from shared import outbox
 from shared.config import Settings
-from shared.launcher.plan import PRODUCT_API
 from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.procs import Proc, free_port
 from tests.support.wait import wait_for
+
+PRODUCT_API = "product-api"  # the example's extra process (examples/product_api/registration.py)
+
 
 pytestmark = pytest.mark.slow
 

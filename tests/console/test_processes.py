@@ -12,11 +12,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from shared.launcher.plan import CONSOLE
+from shared.launcher.plan import CONSOLE as CONSOLE_PROCESS
 from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.procs import Proc, free_port
 from tests.support.wait import wait_for
+
+CONSOLE = CONSOLE_PROCESS.name
+
 
 FLEET = str(Path(sys.executable).with_name("fleet"))
 

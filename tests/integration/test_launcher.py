@@ -18,10 +18,13 @@ import pytest
 from shared.config import Settings
 from shared.launcher.embedded.redis import answers as redis_answers
 from shared.launcher.net import port_free
-from shared.launcher.plan import NAMES, WORKERS, fleet_plan
+from shared.launcher.plan import fleet_plan, names, workers
 from shared.launcher.supervisor import BACKOFF_MAX_S, backoff
 from tests.support.procs import ROOT, Proc, Procs, free_port
 from tests.support.wait import wait_for
+
+NAMES = names()
+WORKERS = [(p.name, p.module) for p in workers()]
 
 
 def http_get(url: str, token: str | None = None) -> tuple[int, bytes]:
@@ -105,7 +108,7 @@ def test_plan_runs_five_workers_and_the_scheduler_on_distinct_health_ports() -> 
     assert len({p.health_port for p in plan}) == len(plan) == 6
     email = plan[0]
     assert email.argv[1:] == (
-        "workers.email", "--processes", "1", "--threads", "8", "--skip-logging",
+        "workers.email.app", "--processes", "1", "--threads", "8", "--skip-logging",
         "--worker-shutdown-timeout", "7000",
     )  # fmt: skip
     assert email.env == {"HEALTH_PORT": "9500", "dramatiq_worker_timeout": "40"}

@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 from shared.config import Settings
-from shared.launcher.plan import NAMES, ProcessSpec, lookup
+from shared.launcher.plan import ProcessSpec, lookup, names
+
+NAMES = names()
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,17 +21,28 @@ import yaml
 
 from shared.config import Settings
 from shared.jobs import catalog
-from shared.launcher.plan import (
-    CONSOLE,
-    NAMES,
-    PRODUCT_API,
-    WORKERS,
-    console_spec,
-    lookup,
-    product_api_spec,
-)
+from shared.launcher import plan
+from shared.launcher.plan import extra_spec, find_extra, lookup
 from shared.runtime import Runtime
 from tests.unit.test_compose import normalised, plan_settings  # noqa: F401  (fixture)
+
+NAMES = plan.names()
+WORKERS = [(p.name, p.module) for p in plan.workers()]
+PRODUCT_API = "product-api"
+CONSOLE = plan.CONSOLE.name
+
+
+def product_api_spec(env: dict[str, str]) -> plan.ProcessSpec:
+    spec = extra_spec(find_extra(PRODUCT_API), env)
+    assert spec is not None
+    return spec
+
+
+def console_spec(env: dict[str, str]) -> plan.ProcessSpec:
+    spec = extra_spec(plan.CONSOLE, env)
+    assert spec is not None
+    return spec
+
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "compose" / "k8s"
