@@ -44,8 +44,8 @@ from bench.launcher import WorkerGroup
 from bench.redis_server import commandstats, private_redis
 from bench.sandbox import Sandbox
 from bench.systems import Fleet
+from shared.broker import dedup_key
 from shared.config import Settings
-from shared.jobs.gate import dedup_key
 
 PG_COUNTERS = ("xact_commit", "tup_inserted", "tup_updated", "tup_deleted")
 #: Commands only this script sends (its snapshots, the dedup key listing); the job body's

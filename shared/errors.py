@@ -116,3 +116,12 @@ class RetryLater(FleetError):
     def __init__(self, message: str | None = None, *, delay_ms: int = 1_000) -> None:
         super().__init__(message)
         self.delay_ms = delay_ms
+
+
+# -- Set-up ----------------------------------------------------------------------------------
+
+
+class UnsupportedDramatiq(FleetError):
+    """The installed Dramatiq is not the minor version `shared/broker/` was written against."""
+
+    code = "UNSUPPORTED_DRAMATIQ"

@@ -24,8 +24,8 @@ import structlog
 from prometheus_client import Gauge
 from psycopg.rows import dict_row
 
+from .broker import dedup_key
 from .jobs import catalog
-from .jobs.gate import dedup_key
 from .jobs.message import build_message
 from .runtime import Runtime
 

@@ -8,7 +8,7 @@ only its host and port are replaced. The Sentinels' own credentials and TLS are 
 settings (a Sentinel's `requirepass` is not the master's).
 
 Producers, workers, the scheduler and the CLI get their client here through `build_broker`
-(`shared/broker.py`); the others (`fleet status` ...) call `client` directly.
+(`shared/broker/`); the others (`fleet status` ...) call `client` directly.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ class Runtime:
 
     @cached_property
     def sender(self) -> Sender:
-        from .jobs.gate import EnqueueGate
+        from .broker import EnqueueGate
         from .jobs.send import Sender
 
         gate = EnqueueGate(self.broker, window_ms=self.settings.dedup_window_ms)

@@ -128,7 +128,7 @@ def durations(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
 def workers(runtime: Runtime, state_file: Path, *, now_ms: float | None = None) -> Section:
     """Consumers with their last heartbeat (alive: younger than the heartbeat timeout), dead
     consumer threads, and the processes `make run` supervises (from its state file)."""
-    from ..consumer import dead_consumers_key
+    from ..broker import dead_consumers_key
 
     settings = runtime.settings
     client = redis_client(runtime)

@@ -10,6 +10,7 @@ from uuid import UUID
 
 import dramatiq
 
+from ..broker import delivery_of
 from ..contracts.base import SYSTEM_ORG
 
 
@@ -60,15 +61,14 @@ class MessageInfo:
 
 
 def message_info(message: dramatiq.Message[Any] | Any) -> MessageInfo:
-    """The tracking fields of a received message (computed once per delivery, then cached on
-    the message proxy for the next middleware)."""
-    cached = getattr(message, "fleet_info", None)
-    if isinstance(cached, MessageInfo):
-        return cached
-    info = _message_info(message)
-    if hasattr(message, "_message"):  # a MessageProxy of this delivery, not a shared Message
-        message.fleet_info = info  # type: ignore[union-attr]
-    return info
+    """The tracking fields of a received message (computed once per delivery, then kept on
+    its `Delivery` for the next middleware)."""
+    if not hasattr(message, "_message"):  # a shared Message, not a MessageProxy of a delivery
+        return _message_info(message)
+    state = delivery_of(message)
+    if state.info is None:
+        state.info = _message_info(message)
+    return state.info
 
 
 def _message_info(message: dramatiq.Message[Any] | Any) -> MessageInfo:

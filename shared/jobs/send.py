@@ -1,13 +1,13 @@
 """The producer path: validate, derive the job id, deduplicate and enqueue, record QUEUED.
 
-Dedup and enqueue are one atomic Redis call (`gate.py`), so a send costs about what a bare
-Dramatiq enqueue costs. The QUEUED row is handed to a group-commit writer and written within
+Dedup and enqueue are one atomic Redis call (`shared/broker/gate.py`), so a send costs about what a
+bare Dramatiq enqueue costs. The QUEUED row is handed to a group-commit writer and written within
 milliseconds (`run_writer.py`); a worker that starts the job first creates the row itself. When
 that writer cannot reach Postgres, new sends raise `TrackingUnavailable` before anything is
 enqueued; the first send of a process checks that the database is migrated (else
-`SchemaNotMigrated`: "database not migrated: run `fleet db upgrade`"). The checks run before
-the broker is called, never in a `before_enqueue` hook: Dramatiq swallows plain exceptions
-raised by hooks (DESIGN §3).
+`SchemaNotMigrated`: "database not migrated: run `fleet db upgrade`"). The checks run before the
+broker is called, never in a `before_enqueue` hook: Dramatiq swallows plain exceptions raised by
+hooks (DESIGN §3).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 import redis
 
+from ..broker import EnqueueGate
 from ..contracts.base import Payload
 from ..db import schema
 from ..errors import BrokerUnavailable, TrackingUnavailable
 from .context import request_id_var
-from .gate import EnqueueGate
 from .message import build_message
 from .run_writer import RunWriter
 

@@ -4,7 +4,7 @@ Dramatiq's Redis consumer only beats when it fetches, and maintenance runs on a 
 commands; a worker whose threads are all busy can look dead, and a dead worker's messages can
 wait many minutes (1,021 s measured here). This thread calls the broker's `maintain` for every
 queue each `interval_ms`: a heartbeat, plus requeueing the unacked messages of workers silent
-for longer than `heartbeat_timeout_ms` (see `shared/broker.py`).
+for longer than `heartbeat_timeout_ms` (see `shared/broker/redis.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import dramatiq
 import structlog
 from dramatiq.middleware import Middleware
 
-from ..consumer import report_dead_consumers
+from ..broker import report_dead_consumers
 
 log = structlog.get_logger("jobfleet.heartbeat")
 

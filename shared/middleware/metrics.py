@@ -12,6 +12,7 @@ from typing import Any
 import dramatiq
 from dramatiq.middleware import Middleware
 
+from ..broker import delivery_of
 from ..observability.metrics import DURATION, JOBS, LATENCY
 
 
@@ -20,7 +21,7 @@ class Metrics(Middleware):
         sent_at = message.options.get("sent_at")
         if isinstance(sent_at, int | float) and "eta" not in message.options:
             LATENCY.labels(message.queue_name).observe(max(0.0, time.time() - sent_at))
-        message.fleet_metrics_t0 = time.perf_counter()
+        delivery_of(message).metrics_t0 = time.perf_counter()
 
     def after_process_message(
         self,
@@ -30,11 +31,12 @@ class Metrics(Middleware):
         result: Any = None,
         exception: BaseException | None = None,
     ) -> None:
-        outcome = getattr(message, "fleet_outcome", None)
+        state = delivery_of(message)
+        outcome = state.outcome
         status = outcome.status if outcome is not None else ("ERROR" if exception else "COMPLETED")
         queue = message.queue_name.removesuffix(".DQ")
         JOBS.labels(message.actor_name, queue, status).inc()
-        t0 = getattr(message, "fleet_metrics_t0", None)
+        t0 = state.metrics_t0
         if t0 is not None:
             DURATION.labels(message.actor_name, queue).observe(time.perf_counter() - t0)
 

@@ -22,12 +22,12 @@ from dramatiq.errors import ActorNotFound, Retry
 from dramatiq.middleware import Middleware, SkipMessage
 from dramatiq.middleware.middleware import MiddlewareError
 
+from ..broker import Delivery, dedup_key, delivery_of
 from ..config import RetryPolicy, Settings
 from ..contracts.base import SYSTEM_ORG
 from ..errors import AlreadyDone, InvalidPayload, LeaseLost, PermanentError, RetryLater
 from ..jobs import catalog
 from ..jobs.context import JobContext, set_current_job
-from ..jobs.gate import dedup_key
 from ..jobs.message import MessageInfo, message_info
 from ..jobs.outcome import ERROR_MAX_CHARS, Outcome, decide
 from ..jobs.run_writer import Blocked, Finish, RowRefused, RunWriter, Started
@@ -113,6 +113,7 @@ class Tracking(Middleware):
 
     def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
         info = message_info(message)
+        state = delivery_of(message)
         pauses = getattr(broker, "pause_watch", None)
         if pauses is not None and pauses.paused(message.queue_name):
             # Its queue was paused after the consumer handed it to this worker (`pauses.py`):
@@ -131,14 +132,14 @@ class Tracking(Middleware):
             # Its job id is not its payload's (or cannot be told): recording it under that id
             # would start, finish or skip another job's run. It is a run of its own.
             info = replace(info, job_id=f"raw:{info.job_name}:{info.message_id}")
-            message.fleet_info = info
+            state.info = info
         policy = self.policy(broker, info.job_name, info.queue)
         self.gate.enter()
-        message.fleet_gate = "shared"
+        state.gate = "shared"
         try:
             started = self.writer.start_run(info, policy.max_attempts)
             if isinstance(started, Blocked):
-                started = self._blocked(broker, message, info, policy, started)
+                started = self._blocked(broker, message, state, info, policy, started)
         except RowRefused as exc:
             # Postgres refuses this run's row for what it holds: retrying cannot help, and
             # must not go on forever. Dead-letter the message (Redis keeps it) and go on.
@@ -176,10 +177,10 @@ class Tracking(Middleware):
             _write_progress=self.writer.progress,
             parsed=parsed,
         )
-        message.fleet_info = info
-        message.fleet_ctx = ctx
-        message.fleet_started = time.monotonic()
-        message.fleet_token = set_current_job(ctx)
+        state.info = info
+        state.ctx = ctx
+        state.started = time.monotonic()
+        state.token = set_current_job(ctx)
         self._running[info.job_id] = ctx
         if refusal is not None:  # recorded as started: the outcome makes it DEAD at once
             raise refusal
@@ -188,6 +189,7 @@ class Tracking(Middleware):
         self,
         broker: dramatiq.Broker,
         message: Any,
+        state: Delivery,
         info: MessageInfo,
         policy: RetryPolicy,
         blocked: Blocked,
@@ -212,10 +214,10 @@ class Tracking(Middleware):
             )
             raise SkipMessage(info.job_id)
         self.gate.leave()
-        message.fleet_gate = None
+        state.gate = None
         if not self.gate.enter_solo(SOLO_WAIT_S):
             self._defer(broker, message, info, SOLO_RETRY_S)
-        message.fleet_gate = "solo"
+        state.gate = "solo"
         # The runs that just finished here must be on the record before this one runs: if it
         # kills the process, their outcomes (still on their way to Postgres) would be lost and
         # they would count as interrupted too.
@@ -250,14 +252,15 @@ class Tracking(Middleware):
 
     def _exit(self, message: Any) -> None:
         """Leave the process's gate (shared or solo) and the set of runs in flight."""
-        ctx: JobContext | None = getattr(message, "fleet_ctx", None)
+        state = delivery_of(message)
+        ctx = state.ctx
         if ctx is not None and self._running.get(ctx.job_id) is ctx:
-            if getattr(message, "fleet_durable", None) is not None:
+            if state.durable is not None:
                 self._settling.add(ctx.job_id)  # renewed until `_PendingOutcome.wait` returns
             else:
                 self.forget(ctx)
-        held = getattr(message, "fleet_gate", None)
-        message.fleet_gate = None
+        held = state.gate
+        state.gate = None
         if held == "shared":
             self.gate.leave()
         elif held == "solo":
@@ -299,7 +302,7 @@ class Tracking(Middleware):
 
     def after_skip_message(self, broker: dramatiq.Broker, message: Any) -> None:
         self._exit(message)
-        message.fleet_outcome = Outcome("SKIPPED")
+        delivery_of(message).outcome = Outcome("SKIPPED")
 
     def before_nack(self, broker: dramatiq.Broker, message: Any) -> None:
         """Record a message for an undeclared actor as a DEAD run (`UNKNOWN_JOB`).
@@ -308,7 +311,7 @@ class Tracking(Middleware):
         into Redis's `.XQ` set only: without this it would be invisible in the fleet's DLQ.
         """
         exc = getattr(message, "_exception", None)
-        if getattr(message, "fleet_ctx", None) is not None or not isinstance(exc, ActorNotFound):
+        if delivery_of(message).ctx is not None or not isinstance(exc, ActorNotFound):
             return
         info = message_info(message)
         policy = self.policy(broker, info.job_name, info.queue)
@@ -342,23 +345,23 @@ class Tracking(Middleware):
         result: Any,
         exception: BaseException | None,
     ) -> None:
-        token = getattr(message, "fleet_token", None)
-        if token is not None:
+        state = delivery_of(message)
+        if state.token is not None:
             set_current_job(None)
-        ctx = getattr(message, "fleet_ctx", None)
+        ctx = state.ctx
         if ctx is not None and (ctx.lease_lost or isinstance(exception, LeaseLost)):
             # Another execution took this run over while this process stalled: it owns the
             # outcome. Nothing is recorded or retried from here; this message is acknowledged.
             log.warning("run.execution_abandoned", job_id=ctx.job_id, reason="lease lost")
-            message.fleet_outcome = Outcome("SKIPPED")
+            state.outcome = Outcome("SKIPPED")
             return
-        if ctx is None:  # the start was not recorded
+        info = state.info
+        if ctx is None or info is None:  # the start was not recorded (both are set with it)
             if isinstance(exception, TrackingDown):
                 self._requeue(broker, message, TRACKING_DOWN_DELAY_MS, attempt=None)
             return
-        info: MessageInfo = message.fleet_info
         if result is None:
-            result = message.fleet_ctx.result
+            result = ctx.result
         policy = self.policy(broker, info.job_name, info.queue)
         outcome = decide(
             attempt=info.attempt,
@@ -368,7 +371,7 @@ class Tracking(Middleware):
             rng=self.rng,
             result_max_bytes=self.settings.result_max_bytes,
         )
-        message.fleet_outcome = outcome
+        state.outcome = outcome
         # Enqueue the retry before recording FAILED: a crash in between leaves a RUNNING row
         # with a pending retry (which will update it), never a FAILED row with none.
         if outcome.requeue_delay_ms is not None and not self._requeue(
@@ -387,7 +390,7 @@ class Tracking(Middleware):
             self._release_job_id(broker, info.job_id)
         if finish.terminal and getattr(broker, "acker", None) is not None:
             # Don't hold the worker thread: the fleet consumer acks once this is durable.
-            message.fleet_durable = _PendingOutcome(self, broker, message, finish)
+            state.durable = _PendingOutcome(self, broker, message, finish)
         else:
             self._record(broker, message, finish)
         level = _LEVELS.get(outcome.status, 20)
@@ -401,7 +404,7 @@ class Tracking(Middleware):
             status=outcome.status,
             error_code=outcome.error_code,
             error=(outcome.error or "").split("\n", 1)[0] or None,
-            duration_ms=round((time.monotonic() - message.fleet_started) * 1000, 2),
+            duration_ms=round((time.monotonic() - state.started) * 1000, 2),
         )
 
     def _record(
@@ -610,7 +613,7 @@ class _PendingOutcome:
             return self.tracking._record(self.broker, self.message, self.finish, deferred=True)
         finally:
             self.tracking._outcomes.discard(self)
-            ctx = getattr(self.message, "fleet_ctx", None)
+            ctx = delivery_of(self.message).ctx
             if ctx is not None:
                 self.tracking.forget(ctx)
 

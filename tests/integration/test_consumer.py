@@ -1,4 +1,4 @@
-"""The fleet consumer: deferred acknowledgements and wake-up on send (shared/consumer.py)."""
+"""The fleet consumer: deferred acknowledgements and wake-up on send (shared/broker/)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import uuid
 
 from structlog.testing import capture_logs
 
-from shared.broker import build_broker
-from shared.consumer import FleetRedisConsumer
+from shared.broker import FleetRedisConsumer, build_broker, delivery_of
 from tests.support.jobs import ECHO, raw_message
 
 
@@ -43,7 +42,7 @@ def test_a_message_is_acknowledged_only_once_its_outcome_is_durable(runtime, set
     consumer = broker.consume("testq", prefetch=1, timeout=50)
     message = _fetch(consumer)
     durable = _Durable(answer=True)
-    message.fleet_durable = durable
+    delivery_of(message).durable = durable
 
     consumer.ack(message)  # returns at once: the worker thread is free
     assert _unacked(broker, "testq") == 1
@@ -63,7 +62,7 @@ def test_an_outcome_that_cannot_be_made_durable_leaves_the_message_unacknowledge
     message = _fetch(consumer)
     durable = _Durable(answer=False)
     durable.released.set()
-    message.fleet_durable = durable
+    delivery_of(message).durable = durable
 
     consumer.ack(message)
     assert broker.acker.drain(5)
@@ -102,7 +101,7 @@ def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
     consumer = broker.consume("testq", prefetch=1, timeout=50)
     first = _fetch(consumer)
     durable = _Durable(answer=True)
-    first.fleet_durable = durable
+    delivery_of(first).durable = durable
     consumer.ack(first)  # the backlog is full until this outcome is durable
 
     with capture_logs() as logs:

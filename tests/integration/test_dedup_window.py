@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from shared.broker import dedup_key
 from shared.jobs import runs
-from shared.jobs.gate import dedup_key
 from shared.runtime import Runtime, set_runtime
 from tests.support.jobs import ECHO
 from tests.support.wait import wait_for, wait_run

@@ -20,7 +20,7 @@ from tests.support.wait import wait_run
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCER = ROOT / "tests" / "wire" / "producer.mjs"
 DOC = ROOT / "docs" / "wire-protocol.md"
-SCRIPT = ROOT / "shared" / "jobs" / "lua" / "enqueue_once.lua"
+SCRIPT = ROOT / "shared" / "broker" / "lua" / "enqueue_once.lua"
 
 
 def _node_send(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:

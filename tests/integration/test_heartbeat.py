@@ -1,4 +1,4 @@
-"""Declaring workers dead (shared/broker.py): a real death is detected, a shared outage is not.
+"""Declaring workers dead (shared/broker/redis.py): a real death is detected, a shared outage is not.
 
 Two brokers stand for two worker processes on one Redis; their heartbeats and unacked sets are
 Dramatiq's own, driven by the fleet's `maintain` (the heartbeat middleware calls it every

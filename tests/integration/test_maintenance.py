@@ -6,8 +6,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from shared import maintenance
+from shared.broker import dedup_key
 from shared.jobs import runs
-from shared.jobs.gate import dedup_key
 from tests.support.jobs import ECHO
 from tests.support.wait import wait_for
 

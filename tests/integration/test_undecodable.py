@@ -15,8 +15,8 @@ from uuid import uuid4
 import pytest
 
 from shared import dlq
+from shared.broker import FleetRedisConsumer
 from shared.cli import status
-from shared.consumer import FleetRedisConsumer
 from tests.support.jobs import ECHO, raw_message
 from tests.support.procs import free_port
 from tests.support.wait import wait_for, wait_run

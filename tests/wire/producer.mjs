@@ -13,7 +13,7 @@ import { connect } from "node:net";
 // The claim-and-enqueue script, copied from docs/wire-protocol.md.
 const ENQUEUE_ONCE = `-- Enqueue a message unless its job id was already enqueued (atomic dedup + enqueue).
 -- KEYS[1] the job id key, KEYS[2] the queue's message hash, KEYS[3] the queue's list,
--- KEYS[4] the queue's wake-up list (an idle fleet consumer blocks on it: shared/consumer.py)
+-- KEYS[4] the queue's wake-up list (an idle fleet consumer blocks on it: shared/broker/consumer.py)
 -- ARGV[1] message id, ARGV[2] dedup window (ms), ARGV[3] redis message id, ARGV[4] message data
 -- Returns false when enqueued, or the message id that holds the job id.
 -- The hash + list layout is Dramatiq's Redis broker's own "enqueue" command (dispatch.lua).

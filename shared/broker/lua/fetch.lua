@@ -1,7 +1,7 @@
 -- Fetch up to ARGV[4] messages of a queue for a worker: Dramatiq's own "fetch" command
 -- (dispatch.lua: heartbeat, LPOP, SADD to the worker's unacked set), except that it returns
 -- each message's Redis id with its data, so that a message that cannot be decoded can still
--- be acknowledged (shared/consumer.py).
+-- be acknowledged (shared/broker/consumer.py).
 -- KEYS[1] the broker namespace
 -- ARGV[1] now (ms), ARGV[2] queue name, ARGV[3] worker (broker) id, ARGV[4] most messages
 -- Returns {id1, data1, id2, data2, ...}; a data is nil when the id has no message.

@@ -6,7 +6,10 @@ SIGKILLed worker's message came back after 1,021 s. Here maintenance runs only w
 `middleware.heartbeat` beats every `heartbeat_interval_ms` (even when all the threads are busy
 with long jobs) and `beat` runs the maintenance when a worker is dead. Idle, a process costs a
 few Redis commands per second (bench/idle_cost.py): its consumers block on a wake list that
-every enqueue pushes to (`shared/consumer.py`).
+every enqueue pushes to (`consumer.py`).
+
+A subclass of Dramatiq's `RedisBroker` that overrides its private `_should_do_maintenance`
+and calls its `do_<command>` dispatch (see `version.py`).
 """
 
 from __future__ import annotations
@@ -17,15 +20,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import dramatiq
-import redis
 import structlog
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.common import current_millis
 
-from .config import Settings
-from .consumer import Acker, FleetRedisConsumer, wake_key
-from .db.watch import RunStoreWatch
-from .pauses import PauseWatch
+from ..config import Settings
+from ..db.watch import RunStoreWatch
+from ..pauses import PauseWatch
+from .acker import Acker
+from .consumer import FleetRedisConsumer, wake_key
 
 log = structlog.get_logger("jobfleet.broker")
 
@@ -38,7 +41,7 @@ DEAD_LOOKED_AT = 16
 class FleetRedisBroker(RedisBroker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
-        #: Acknowledges messages whose outcome is being made durable (see `shared/consumer.py`).
+        #: Acknowledges messages whose outcome is being made durable (`acker.py`).
         self.acker = Acker()
         #: Set by a worker's bootstrap: consumers fetch only while the run store is usable.
         self.store_watch: RunStoreWatch | None = None
@@ -148,21 +151,10 @@ class FleetRedisBroker(RedisBroker):
             self._last_beat = max(self._last_beat or 0.0, sent)
 
 
-def redis_client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(
-        url,
-        socket_connect_timeout=2,
-        socket_timeout=10,
-        socket_keepalive=True,
-        health_check_interval=15,
-        retry_on_timeout=True,
-    )
-
-
 def build_broker(
     settings: Settings, *, middleware: Sequence[dramatiq.Middleware] = ()
 ) -> FleetRedisBroker:
-    from .redis_conn import client  # REDIS_URL, or the master REDIS_SENTINELS name
+    from ..redis_conn import client  # REDIS_URL, or the master REDIS_SENTINELS name
 
     return FleetRedisBroker(
         client=client(settings),

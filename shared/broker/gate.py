@@ -5,6 +5,10 @@ Lua script, so 1,000 concurrent sends of one job id give one message, and a send
 Redis round trip like a bare Dramatiq enqueue. `job_runs` keeps the unique job id for as long
 as the run is retained: a message that slips through after the Redis key is gone (window over,
 Redis data lost) finds its run finished when a worker starts it and is acknowledged unrun.
+
+The script (`lua/enqueue_once.lua`) writes a message as Dramatiq's Redis broker stores it (its
+private key layout: the `<queue>.msgs` hash and the `<queue>` list, the `.DQ` delay queue with an
+`eta` option): it lives here, with the other code that depends on Dramatiq's internals.
 """
 
 from __future__ import annotations

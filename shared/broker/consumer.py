@@ -1,16 +1,15 @@
-"""The fleet's Redis consumer: acknowledgements that wait for durability off the worker thread,
-and an idle consumer woken by new messages instead of sleeping through its back-off.
+"""The fleet's Redis consumer (a subclass of Dramatiq's private `_RedisConsumer`, see
+`version.py`): acknowledgements that wait for durability off the worker thread (`acker.py`),
+messages fetched with their Redis ids, and an idle consumer woken by new messages instead of
+sleeping through its back-off.
 
-Deferred ack. The tracking middleware hands a terminal outcome (COMPLETED, DEAD, ...) to the
-run writer's durable lane and attaches the pending write to the message instead of waiting for
-it. Dramatiq's worker thread then calls `ack`; for such a message this consumer gives it to the
-process's `Acker`, whose thread acknowledges it once the row is durable, and the worker thread
-takes its next message at once. "A message is acknowledged only after its COMPLETED/DEAD row is
-durable" still holds; the durable lane's batches grow from the number of worker threads to the
-number of messages in flight, so one fsync serves many more jobs.
+Fetch. Dramatiq's own "fetch" command returns each message's data only, so a message that
+cannot be decoded could not even be acknowledged; `lua/fetch.lua` does what it does and returns
+the Redis id with the data. Bytes that are no Dramatiq message are recorded as a DEAD run
+(`UNDECODABLE`) and acknowledged: no message can stop a consumer.
 
 Wake-up. Stock Dramatiq sleeps between empty fetches with a back-off up to its idle timeout,
-which puts a message sent to an idle queue 5–40 ms behind. `send` (`jobs/lua/enqueue_once.lua`)
+which puts a message sent to an idle queue 5–40 ms behind. `send` (`lua/enqueue_once.lua`)
 also pushes a token on `<queue>.wake` (and so does the broker's own enqueue: retries, replays,
 delayed messages coming due); an idle consumer waits on that list with BLPOP instead of
 sleeping, up to `IDLE_WAIT_S` once idle, so the next send wakes it at once and an idle process
@@ -20,7 +19,6 @@ costs a few Redis commands per second.
 from __future__ import annotations
 
 import json
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -35,22 +33,14 @@ from dramatiq.common import compute_backoff, current_millis
 from dramatiq.errors import ConnectionClosed
 from dramatiq.message import Message
 
+from .delivery import delivery_of
+
 log = structlog.get_logger("jobfleet.consumer")
 
-#: Longest wait for a durable outcome before the message is handed back instead of acked.
-DURABLE_TIMEOUT_S = 60.0
-#: Most messages acknowledged in one Redis round trip.
-ACK_BATCH_MAX = 256
-#: Most finished messages a process holds while their outcomes are made durable. Past it, its
-#: consumers stop fetching until the run store catches up: a slow Postgres slows the workers
-#: down instead of piling up unacknowledged messages (and memory) without bound.
-ACK_BACKLOG_MAX = 1_024
 #: Longest a consumer waits for room in a full backlog before its worker loop checks in again.
 BACKLOG_WAIT_S = 0.1
 #: Longest a consumer of a paused queue waits before it looks again (resume within ~0.5 s).
 PAUSED_WAIT_S = 0.5
-#: Least time between two "fetching paused" log lines of one process.
-BACKLOG_LOG_EVERY_S = 30.0
 #: Longest wait of an idle consumer on its wake list (a fetch follows each wait).
 IDLE_WAIT_S = 2.0
 #: Empty fetches in a row after which a consumer is idle (its back-off is near its cap).
@@ -63,7 +53,7 @@ def wake_key(namespace: str, queue_name: str) -> str:
 
 #: Dramatiq's "fetch" command, returning each message's Redis id with its data (Dramatiq's own
 #: returns the data only, so a message that cannot be decoded could not even be acknowledged).
-FETCH = resources.files("shared.jobs").joinpath("lua/fetch.lua").read_text()
+FETCH = resources.files(__package__).joinpath("lua/fetch.lua").read_text()
 #: Pause after an undecodable message could not be recorded (the run store is down).
 UNDECODABLE_RETRY_S = 1.0
 #: Fields of a Dramatiq message and the types a worker can process.
@@ -174,132 +164,6 @@ def consumers_check(broker: Any) -> Callable[[], None]:
     return check
 
 
-class Acker:
-    """Acknowledges messages once their outcome is durable, in one thread per process."""
-
-    def __init__(self, *, backlog_max: int = ACK_BACKLOG_MAX) -> None:
-        self.backlog_max = backlog_max
-        self._logged_full = -BACKLOG_LOG_EVERY_S
-        self._queue: queue.SimpleQueue[tuple[Any, Any, Any] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._pending = 0
-        self._idle = threading.Condition(self._lock)
-
-    def submit(self, consumer: Any, message: Any, durable: Any) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="jobfleet-acker", daemon=True
-                )
-                self._thread.start()
-            self._pending += 1
-        self._queue.put((consumer, message, durable))
-
-    def has_room(self) -> bool:
-        return self._pending < self.backlog_max
-
-    def wait_for_room(self, timeout: float) -> bool:
-        """Wait until the backlog is below `backlog_max`; False on timeout. Says so in the log
-        (at most every `BACKLOG_LOG_EVERY_S`): fetching is paused because Postgres is slow."""
-        now = time.monotonic()
-        if now - self._logged_full >= BACKLOG_LOG_EVERY_S:
-            self._logged_full = now
-            log.warning(
-                "consumer.fetch_paused",
-                reason="outcomes wait for the run store (Postgres slow or down)",
-                backlog=self._pending,
-                backlog_max=self.backlog_max,
-            )
-        with self._idle:
-            return self._idle.wait_for(self.has_room, timeout)
-
-    def drain(self, timeout: float = 30.0) -> bool:
-        """Wait until every submitted message is acknowledged (or handed back)."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout)
-
-    def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            while len(batch) < ACK_BATCH_MAX:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._queue.put(None)  # stop after this batch
-                    break
-                batch.append(item)
-            try:
-                ready = []
-                for consumer, message, durable in batch:
-                    if durable.wait(DURABLE_TIMEOUT_S):
-                        ready.append((consumer, message))
-                    else:
-                        # The outcome could not be made durable: leave the message unacked; it
-                        # comes back when this worker stops or is declared dead (at least once).
-                        log.critical("run.ack_withheld", job_id=message.options.get("job_id"))
-                if ready:
-                    _ack_with_retry(ready)
-            except Exception:  # never let one batch stop the acks of the others
-                log.exception("run.ack_failed", messages=len(batch))
-            finally:
-                # message.fleet_durable -> outcome -> message is a reference cycle: break it so
-                # each message is freed at once rather than at the next full collection.
-                for _, message, _ in batch:
-                    message.fleet_durable = None
-                with self._idle:
-                    self._pending -= len(batch)
-                    self._idle.notify_all()
-
-
-def _ack_with_retry(items: list[tuple[Any, Any]]) -> None:
-    delay = 0.2
-    while True:
-        try:
-            _ack_many(items)
-            return
-        except redis.ConnectionError as exc:
-            # As Dramatiq's post_process_message does: retry until Redis answers. If the process
-            # stops first, the messages come back and their finished runs make them no-ops.
-            log.warning("run.ack_retry", messages=len(items), error=str(exc))
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
-
-
-def _ack_many(items: list[tuple[Any, Any]]) -> None:
-    """Acknowledge messages in one round trip: Dramatiq's own `ack` command (its dispatch
-    script, same arguments as `RedisBroker._dispatch`) for each, in a pipeline."""
-    broker = items[0][0].broker
-    dispatch = broker.scripts["dispatch"]
-    pipe = broker.client.pipeline(transaction=False)
-    now = current_millis()
-    for consumer, message in items:
-        redis_id = message.options.get("redis_message_id")
-        if redis_id is None:  # cannot happen for a fetched message (`_decode` sets it)
-            log.error("run.ack_without_redis_id", message_id=message.message_id)
-            continue
-        args = [
-            "ack",
-            now,
-            consumer.queue_name,
-            broker.broker_id,
-            broker.heartbeat_timeout,
-            broker.dead_message_ttl,
-            0,  # no maintenance on acks (Dramatiq never does either)
-            broker._max_unpack_size(),
-            redis_id,
-        ]
-        dispatch(keys=[broker.namespace], args=args, client=pipe)
-    pipe.execute()
-    for consumer, message in items:
-        consumer.queued_message_ids.discard(message.message_id)
-
-
 class FleetRedisConsumer(_RedisConsumer):
     def __init__(self, broker: Any, queue_name: str, prefetch: int, timeout: int) -> None:
         super().__init__(broker, queue_name, prefetch, timeout)  # type: ignore[no-untyped-call]
@@ -309,7 +173,7 @@ class FleetRedisConsumer(_RedisConsumer):
         _consumer_threads(broker)[queue_name] = threading.current_thread()
 
     def ack(self, message: Any) -> None:
-        durable = getattr(message, "fleet_durable", None)
+        durable = delivery_of(message).durable
         if durable is None:
             super().ack(message)  # type: ignore[no-untyped-call]
             return

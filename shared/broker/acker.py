@@ -1,0 +1,166 @@
+"""Deferred acknowledgements: a message is acknowledged off the worker thread, once its
+outcome is durable.
+
+The tracking middleware hands a terminal outcome (COMPLETED, DEAD, ...) to the run writer's
+durable lane and puts the pending write on the message's delivery (`delivery.py`) instead of
+waiting for it. Dramatiq's worker thread then calls the consumer's `ack`; for such a message the
+fleet consumer gives it to the process's `Acker`, whose thread acknowledges it once the row is
+durable, and the worker thread takes its next message at once. "A message is acknowledged only
+after its COMPLETED/DEAD row is durable" still holds; the durable lane's batches grow from the
+number of worker threads to the number of messages in flight, so one fsync serves many more jobs.
+
+The acknowledgements themselves are Dramatiq's own `ack` command of its Redis dispatch script
+(a private part of `dramatiq.brokers.redis`; see `version.py`), many in one pipeline.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any
+
+import redis
+import structlog
+from dramatiq.common import current_millis
+
+from .delivery import Durable, delivery_of
+
+log = structlog.get_logger("jobfleet.consumer")
+
+#: Longest wait for a durable outcome before the message is handed back instead of acked.
+DURABLE_TIMEOUT_S = 60.0
+#: Most messages acknowledged in one Redis round trip.
+ACK_BATCH_MAX = 256
+#: Most finished messages a process holds while their outcomes are made durable. Past it, its
+#: consumers stop fetching until the run store catches up: a slow Postgres slows the workers
+#: down instead of piling up unacknowledged messages (and memory) without bound.
+ACK_BACKLOG_MAX = 1_024
+#: Least time between two "fetching paused" log lines of one process.
+BACKLOG_LOG_EVERY_S = 30.0
+
+
+class Acker:
+    """Acknowledges messages once their outcome is durable, in one thread per process."""
+
+    def __init__(self, *, backlog_max: int = ACK_BACKLOG_MAX) -> None:
+        self.backlog_max = backlog_max
+        self._logged_full = -BACKLOG_LOG_EVERY_S
+        self._queue: queue.SimpleQueue[tuple[Any, Any, Durable] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._idle = threading.Condition(self._lock)
+
+    def submit(self, consumer: Any, message: Any, durable: Durable) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="jobfleet-acker", daemon=True
+                )
+                self._thread.start()
+            self._pending += 1
+        self._queue.put((consumer, message, durable))
+
+    def has_room(self) -> bool:
+        return self._pending < self.backlog_max
+
+    def wait_for_room(self, timeout: float) -> bool:
+        """Wait until the backlog is below `backlog_max`; False on timeout. Says so in the log
+        (at most every `BACKLOG_LOG_EVERY_S`): fetching is paused because Postgres is slow."""
+        now = time.monotonic()
+        if now - self._logged_full >= BACKLOG_LOG_EVERY_S:
+            self._logged_full = now
+            log.warning(
+                "consumer.fetch_paused",
+                reason="outcomes wait for the run store (Postgres slow or down)",
+                backlog=self._pending,
+                backlog_max=self.backlog_max,
+            )
+        with self._idle:
+            return self._idle.wait_for(self.has_room, timeout)
+
+    def drain(self, timeout: float = 30.0) -> bool:
+        """Wait until every submitted message is acknowledged (or handed back)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < ACK_BATCH_MAX:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                batch.append(item)
+            try:
+                ready = []
+                for consumer, message, durable in batch:
+                    if durable.wait(DURABLE_TIMEOUT_S):
+                        ready.append((consumer, message))
+                    else:
+                        # The outcome could not be made durable: leave the message unacked; it
+                        # comes back when this worker stops or is declared dead (at least once).
+                        log.critical("run.ack_withheld", job_id=message.options.get("job_id"))
+                if ready:
+                    _ack_with_retry(ready)
+            except Exception:  # never let one batch stop the acks of the others
+                log.exception("run.ack_failed", messages=len(batch))
+            finally:
+                # delivery.durable -> outcome -> message is a reference cycle: break it so
+                # each message is freed at once rather than at the next full collection.
+                for _, message, _ in batch:
+                    delivery_of(message).durable = None
+                with self._idle:
+                    self._pending -= len(batch)
+                    self._idle.notify_all()
+
+
+def _ack_with_retry(items: list[tuple[Any, Any]]) -> None:
+    delay = 0.2
+    while True:
+        try:
+            _ack_many(items)
+            return
+        except redis.ConnectionError as exc:
+            # As Dramatiq's post_process_message does: retry until Redis answers. If the process
+            # stops first, the messages come back and their finished runs make them no-ops.
+            log.warning("run.ack_retry", messages=len(items), error=str(exc))
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+def _ack_many(items: list[tuple[Any, Any]]) -> None:
+    """Acknowledge messages in one round trip: Dramatiq's own `ack` command (its dispatch
+    script, same arguments as `RedisBroker._dispatch`) for each, in a pipeline."""
+    broker = items[0][0].broker
+    dispatch = broker.scripts["dispatch"]
+    pipe = broker.client.pipeline(transaction=False)
+    now = current_millis()
+    for consumer, message in items:
+        redis_id = message.options.get("redis_message_id")
+        if redis_id is None:  # cannot happen for a fetched message (`_decode` sets it)
+            log.error("run.ack_without_redis_id", message_id=message.message_id)
+            continue
+        args = [
+            "ack",
+            now,
+            consumer.queue_name,
+            broker.broker_id,
+            broker.heartbeat_timeout,
+            broker.dead_message_ttl,
+            0,  # no maintenance on acks (Dramatiq never does either)
+            broker._max_unpack_size(),
+            redis_id,
+        ]
+        dispatch(keys=[broker.namespace], args=args, client=pipe)
+    pipe.execute()
+    for consumer, message in items:
+        consumer.queued_message_ids.discard(message.message_id)
