@@ -3,19 +3,23 @@
     fleet web                                     # 127.0.0.1:8190 (CONSOLE_HOST / CONSOLE_PORT)
     uvicorn shared.console.app:create_app --factory
 
-Pages: Overview (live), Runs, a run, Dead letters, Outbox, Tenants (AI cost, email
-suppressions), Chain (actions, keeper), Audit. Auth and CSRF: `security.py`; the figures:
-`fleet.py`, `search.py`, `ledgers.py`; the actions: `actions.py`. Needs the `api` extra.
+The kernel's pages: Overview (live), Runs, a run, Dead letters, Outbox, Tenants, Audit. Auth and
+CSRF: `security.py`; the figures: `fleet.py`, `search.py`, `ledgers.py`; the actions:
+`actions.py`. The domains add theirs (pages with their nav entries, cards on the Tenants page
+and on the Overview) through the console module their registration names: the protocol is in
+`plugins.py`; with none registered the kernel's pages stand alone. Needs the `api` extra.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
+import jinja2
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -26,12 +30,29 @@ from ..runtime import Runtime, get_runtime
 from .security import Guard, Operator
 from .settings import ConsoleSettings, check_bind
 
+if TYPE_CHECKING:
+    from markupsafe import Markup
+
+    from .plugins import Plugin
+
 HERE = Path(__file__).parent
+log = logging.getLogger(__name__)
+
+#: The kernel's pages in the nav bar, (page key, label, path); the domains' go before the last.
+NAV_HEAD = (
+    ("overview", "Overview", "/"),
+    ("runs", "Runs", "/runs"),
+    ("dead", "Dead letters", "/dead"),
+    ("outbox", "Outbox", "/outbox"),
+    ("tenants", "Tenants", "/tenants"),
+)
+NAV_TAIL = (("audit", "Audit", "/audit"),)
 
 
 @dataclass(frozen=True)
 class Console:
-    """What every route needs: settings, the guard, the runtime, where `make run` keeps state."""
+    """What every route needs: settings, the guard, the runtime, where `make run` keeps state,
+    and the domains' console modules (`plugins.py`)."""
 
     settings: ConsoleSettings
     guard: Guard
@@ -39,19 +60,58 @@ class Console:
     state_file: Path
     periodic_jobs: tuple[str, ...]
     templates: Jinja2Templates
+    plugins: tuple[Plugin, ...] = ()
 
-    def render(
-        self, request: Request, operator: Operator | None, name: str, status: int = 200, **data: Any
-    ) -> HTMLResponse:
-        context = {
+    @property
+    def nav(self) -> tuple[tuple[str, str, str], ...]:
+        return (*NAV_HEAD, *(e for p in self.plugins for e in p.nav), *NAV_TAIL)
+
+    def context(self, request: Request, operator: Operator | None) -> dict[str, Any]:
+        """What every template sees."""
+        return {
+            "request": request,
             "operator": operator,
             "csrf": self.guard.csrf_token(operator) if operator else "",
             "refresh_s": self.settings.refresh_s,
             "now": datetime.now(UTC),
             "msg": request.query_params.get("msg"),
-            **data,
+            "nav": self.nav,
         }
+
+    def render(
+        self, request: Request, operator: Operator | None, name: str, status: int = 200, **data: Any
+    ) -> HTMLResponse:
+        context = {**self.context(request, operator), **data}
         return self.templates.TemplateResponse(request, name, context, status_code=status)
+
+    def panels(
+        self, kind: Literal["tenant_panel", "overview_panel"], request: Request, operator: Operator
+    ) -> list[Markup]:
+        """The domains' cards of one kind, rendered, scoped to the operator's orgs. Each degrades
+        on its own: a panel that fails is a card with its error, the others still show."""
+        from markupsafe import Markup
+
+        base = self.context(request, operator)
+        shown: list[Markup] = []
+        for plugin in self.plugins:
+            source = getattr(plugin, kind)
+            if source is None:
+                continue
+            try:
+                found = source(self.runtime(), operator.orgs)
+                if found is None:
+                    continue
+                template, data = found
+                html = self.templates.get_template(template).render({**base, **data})
+            except Exception as exc:
+                log.warning("console panel %s of %s failed", kind, plugin.name, exc_info=True)
+                first = (str(exc).strip().splitlines() or [""])[0]
+                error = f"{type(exc).__name__}: {first}"
+                html = self.templates.get_template("_panel_error.html").render(
+                    {**base, "name": plugin.name, "error": error}
+                )
+            shown.append(Markup(html))
+        return shown
 
 
 def console_of(request: Request) -> Console:
@@ -108,16 +168,31 @@ def create_app(
     state_file: Path | None = None,
     periodic_jobs: Sequence[str] = (),
 ) -> FastAPI:
-    """The console app. Raises `UnsafeBind` when it would listen off loopback without auth."""
+    """The console app, with the pages and panels of every registered domain console module.
+    Raises `UnsafeBind` when it would listen off loopback without auth, `plugins.PluginError`
+    when a console module does not follow the protocol."""
+    from .. import domains
+    from .plugins import load
+
     settings = settings or ConsoleSettings()
     check_bind(settings)
-    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    plugins = load(domains.consoles())
+    loader = jinja2.ChoiceLoader(
+        [
+            jinja2.FileSystemLoader(HERE / "templates"),
+            jinja2.PrefixLoader(
+                {p.name: jinja2.FileSystemLoader(p.templates) for p in plugins if p.templates}
+            ),
+        ]
+    )
+    env = jinja2.Environment(loader=loader, autoescape=jinja2.select_autoescape())
+    templates = Jinja2Templates(env=env)
     templates.env.filters.update(t=_fmt_time, ago=_ago, ms=_ms, pretty=_json)
     if state_file is None:
         state_file = Path(get_settings().var_dir) / "run" / "fleet.json"
     app = FastAPI(title="jobfleet console", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.console = Console(
-        settings, Guard(settings), runtime, state_file, tuple(periodic_jobs), templates
+        settings, Guard(settings), runtime, state_file, tuple(periodic_jobs), templates, plugins
     )
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
@@ -125,6 +200,9 @@ def create_app(
 
     app.include_router(pages.router)
     app.include_router(actions.router)
+    for plugin in plugins:
+        if plugin.router is not None:
+            app.include_router(plugin.router)
 
     @app.get("/health/live", include_in_schema=False)
     def live() -> JSONResponse:

@@ -1,17 +1,15 @@
-"""The Overview's figures: queues, durations, workers, scheduler, indexer, outbox, DLQ alert.
+"""The Overview's figures: queues, durations, workers, periodic jobs, outbox, DLQ alert (the
+domains add their cards: `plugins.py`).
 
 Each section is read on its own and degrades on its own (an unreachable source shows its error,
 the others still show), as in `fleet status`. Everything here is a few index reads: the page
-polls every `CONSOLE_REFRESH_S`. The indexer's head (an HTTP call to the node) is cached a few
-seconds so that a slow node does not slow the page.
+polls every `CONSOLE_REFRESH_S`.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -182,53 +180,6 @@ def scheduler(runtime: Runtime, names: Sequence[str]) -> list[Section]:
     return [s.as_dict() for s in states]
 
 
-class _Cached:
-    """One value recomputed at most every `ttl` seconds (a slow source, read in the page)."""
-
-    def __init__(self, ttl: float) -> None:
-        self.ttl = ttl
-        self._at = -ttl
-        self._value: Any = None
-        self._lock = threading.Lock()
-
-    def get(self, compute: Callable[[], Any]) -> Any:
-        with self._lock:
-            if time.monotonic() - self._at >= self.ttl:
-                self._value = guard(compute)
-                self._at = time.monotonic()
-            return self._value
-
-
-_HEAD = _Cached(ttl=5.0)
-
-
-def _head(url: str) -> int:
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []})
-    request = urllib.request.Request(
-        url, data=body.encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=0.5) as response:
-        return int(json.loads(response.read())["result"], 16)
-
-
-def indexer(runtime: Runtime) -> Section:
-    with runtime.pool.connection() as conn:
-        exists = conn.execute("SELECT to_regclass('chain_cursor')").fetchone()
-        if not exists or exists[0] is None:
-            return {"note": "no chain tables (not migrated)"}
-        row = conn.execute(
-            "SELECT chain_id, block_number, updated_at FROM chain_cursor ORDER BY updated_at DESC LIMIT 1"
-        ).fetchone()
-    if row is None:
-        return {"note": "the indexer has no cursor yet"}
-    head = _HEAD.get(lambda: _head(runtime.settings.chain_rpc_url))
-    if isinstance(head, dict):
-        return {"chain_id": row[0], "cursor": row[1], "updated_at": row[2], "head": None,
-                "lag": None, "note": f"node: {head['error']}"}  # fmt: skip
-    return {"chain_id": row[0], "cursor": row[1], "updated_at": row[2], "head": head,
-            "lag": max(0, head - int(row[1]))}  # fmt: skip
-
-
 def outbox(runtime: Runtime, orgs: Sequence[UUID] = ()) -> Section:
     scope, params = _org_scope(orgs)
     with runtime.pool.connection() as conn:
@@ -267,6 +218,5 @@ def overview(
         "durations": guard(lambda: durations(runtime, orgs)),
         "workers": guard(lambda: workers(runtime, state_file)),
         "scheduler": guard(lambda: scheduler(runtime, names)) if isinstance(names, list) else names,
-        "indexer": guard(lambda: indexer(runtime)),
         "outbox": guard(lambda: outbox(runtime, orgs)),
     }

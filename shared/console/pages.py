@@ -1,5 +1,7 @@
 """The console's pages (GET): what the operator reads. Every page is scoped to the operator's
-orgs when the console is restricted (`CONSOLE_ORGS`)."""
+orgs when the console is restricted (`CONSOLE_ORGS`). The Overview and the Tenants page show the
+domains' panels too (`plugins.py`); `Op` and `Con` are the dependencies of every page, the
+domains' included."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoints' annotations.
 from typing import Annotated, Any
@@ -21,21 +23,24 @@ Con = Annotated[Console, Depends(console_of)]
 router = APIRouter()
 
 
-def _overview(con: Con, op: Operator) -> dict[str, Any]:
-    return fleet.overview(
+def _overview(request: Request, con: Con, op: Operator) -> dict[str, Any]:
+    o = fleet.overview(
         con.runtime(), state_file=con.state_file, orgs=op.orgs, periodic_jobs=con.periodic_jobs
     )
+    o["panels"] = con.panels("overview_panel", request, op)
+    return o
 
 
 @router.get("/", response_class=HTMLResponse)
 def overview(request: Request, con: Con, op: Op) -> HTMLResponse:
-    return con.render(request, op, "overview.html", page="overview", o=_overview(con, op))
+    o = _overview(request, con, op)
+    return con.render(request, op, "overview.html", page="overview", o=o)
 
 
 @router.get("/overview/live", response_class=HTMLResponse)
 def overview_live(request: Request, con: Con, op: Op) -> HTMLResponse:
     """The Overview's body alone: what the page's htmx poll swaps in."""
-    return con.render(request, op, "_overview.html", o=_overview(con, op))
+    return con.render(request, op, "_overview.html", o=_overview(request, con, op))
 
 
 def _filters(request: Request, status: str | None = None) -> search.RunFilter:
@@ -97,28 +102,12 @@ def outbox(request: Request, con: Con, op: Op) -> HTMLResponse:
 
 @router.get("/tenants", response_class=HTMLResponse)
 def tenants(request: Request, con: Con, op: Op) -> HTMLResponse:
-    rt = con.runtime()
-    have = ledgers.present(rt, "ai_usage", "email_suppressions")
+    """The domains' tenant panels, each scoped to the operator's orgs."""
+    panels = con.panels("tenant_panel", request, op)
+    registered = any(p.tenant_panel is not None for p in con.plugins)
     return con.render(
-        request, op, "tenants.html", page="tenants",
-        cost=ledgers.ai_cost(rt, orgs=op.orgs) if have["ai_usage"] else None,
-        suppressions=ledgers.suppressions(rt, orgs=op.orgs) if have["email_suppressions"] else None,
-    )  # fmt: skip
-
-
-@router.get("/chain", response_class=HTMLResponse)
-def chain(request: Request, con: Con, op: Op) -> HTMLResponse:
-    rt = con.runtime()
-    have = ledgers.present(rt, "chain_actions", "keeper_actions")
-    # Chain actions act for no tenant (DESIGN §2): operators of every org only.
-    shown = not op.restricted
-    return con.render(
-        request, op, "chain.html", page="chain", restricted=op.restricted,
-        counts=ledgers.chain_action_counts(rt) if shown and have["chain_actions"] else None,
-        actions=ledgers.chain_actions(rt) if shown and have["chain_actions"] else None,
-        keeper=ledgers.keeper(rt) if shown and have["keeper_actions"] else None,
-        indexer=fleet.guard(lambda: fleet.indexer(rt)),
-    )  # fmt: skip
+        request, op, "tenants.html", page="tenants", panels=panels, registered=registered
+    )
 
 
 @router.get("/audit", response_class=HTMLResponse)

@@ -3,7 +3,7 @@
 Off loopback the console refuses to start without auth: a bearer token (`CONSOLE_TOKEN`, also
 accepted once by the login form, which then sets a session cookie) or basic-auth credentials
 (`CONSOLE_USER` / `CONSOLE_PASSWORD`). `CONSOLE_ORGS` restricts the console to some tenants:
-every run, dead letter, outbox event and AI cost shown or acted on is of those orgs, and the
+every run, dead letter, outbox event and tenant panel shown or acted on is of those orgs, and the
 fleet-wide actions (pause a queue, a periodic job, purge) are refused.
 """
 
