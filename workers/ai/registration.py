@@ -10,5 +10,6 @@ DOMAIN = Domain(
     processes=(Process("worker-ai", "workers.ai.app"),),
     demo=("workers.ai.demo:scenario",),
     migrations="workers.ai.migrations",
+    console="workers.ai.console",
     retries={"ai": {"max_attempts": 2, "min_backoff_ms": 5_000}},
 )
