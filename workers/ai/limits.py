@@ -19,6 +19,8 @@ from datetime import date
 from typing import Any
 from uuid import UUID
 
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
 from .settings import AiSettings
 
 _WINDOW = """
@@ -77,6 +79,10 @@ class QuotaExceeded(Exception):
         self.used, self.cap, self.wanted = used, cap, wanted
 
 
+class CounterMissing(Exception):
+    """The day's token counter is not in Redis (restart, eviction, a new day)."""
+
+
 class Limiter:
     """Both limits for every org; `seed(org_id, day)` reads the day's total from `ai_usage`."""
 
@@ -100,19 +106,34 @@ class Limiter:
     def reserve_tokens(
         self, org_id: UUID, day: date, tokens: int, limits: OrgLimits
     ) -> Reservation:
-        """Reserve `tokens` of the org's day; raises `QuotaExceeded` when they do not fit."""
+        """Reserve `tokens` of the org's day; raises `QuotaExceeded` when they do not fit.
+
+        A missing counter (Redis lost it) is seeded from the durable record (first writer
+        wins) and the reservation tried again, three tries in all."""
         key = f"{self.prefix}:tokens:{org_id}:{day.isoformat()}"
-        for _ in range(3):
-            status, used = self._reserve(
-                keys=[key], args=[limits.tokens_per_day, tokens, DAY_TTL_S]
-            )
-            if status == 1:
-                return Reservation(key, tokens)
-            if status == 0:
-                raise QuotaExceeded(int(used), limits.tokens_per_day, tokens)
-            # The counter is missing: seed it from the durable record (first writer wins).
+
+        def seed(_: RetryCallState) -> None:
             self.client.set(key, self.seed(org_id, day), nx=True, ex=DAY_TTL_S)
-        raise RuntimeError(f"token counter {key} could not be seeded")
+
+        def unseeded(_: RetryCallState) -> Reservation:
+            raise RuntimeError(f"token counter {key} could not be seeded")
+
+        tries = Retrying(
+            retry=retry_if_exception_type(CounterMissing),
+            stop=stop_after_attempt(3),
+            after=seed,
+            retry_error_callback=unseeded,
+        )
+        return tries(self._try_reserve, key, tokens, limits)
+
+    def _try_reserve(self, key: str, tokens: int, limits: OrgLimits) -> Reservation:
+        """The reservation, or `QuotaExceeded`, or `CounterMissing`."""
+        status, used = self._reserve(keys=[key], args=[limits.tokens_per_day, tokens, DAY_TTL_S])
+        if status == 1:
+            return Reservation(key, tokens)
+        if status == 0:
+            raise QuotaExceeded(int(used), limits.tokens_per_day, tokens)
+        raise CounterMissing(key)
 
     def settle(self, reservation: Reservation, used_tokens: int) -> None:
         """Replace the reservation by what the call really used (0: release it)."""

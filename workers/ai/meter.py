@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import structlog
+from tenacity import Retrying, retry_if_result
 
 from shared.errors import PermanentError, RetryLater
 
@@ -90,19 +91,13 @@ class Meter:
 
     def _admit(self, estimate: int) -> Any:
         org = self.row.org_id
-        while True:
-            wait_ms = self.ai.limiter.acquire_request(org, self.limits)
-            if not wait_ms:
-                break
-            if self.calls == 0:
-                usage.REQUESTS.labels(str(org), "-", "rate_limited").inc()
-                delay = wait_ms + int(self.rng.uniform(0, min(1_000, self.limits.window_ms / 10)))
-                raise RetryLater(
-                    f"org {org} is over {self.limits.requests_per_window} AI requests per "
-                    f"{self.limits.window_ms} ms",
-                    delay_ms=delay,
-                )
-            self.ai.sleep(wait_ms / 1000)
+        # Until a request slot is free: a follow-up call sleeps the wait Redis answers.
+        slot = Retrying(
+            retry=retry_if_result(bool),
+            wait=lambda state: state.outcome.result() / 1000 if state.outcome else 0,
+            sleep=self.ai.sleep,
+        )
+        slot(self._request_slot)
         try:
             reservation = self.ai.limiter.reserve_tokens(
                 org, self.ai.clock().date(), estimate, self.limits
@@ -114,6 +109,21 @@ class Meter:
             ) from None
         self.calls += 1
         return reservation
+
+    def _request_slot(self) -> int:
+        """0 once a slot is taken, else the milliseconds to wait; over the rate on the first
+        call of the delivery, `RetryLater` (a delayed job) instead."""
+        org = self.row.org_id
+        wait_ms = self.ai.limiter.acquire_request(org, self.limits)
+        if wait_ms and self.calls == 0:
+            usage.REQUESTS.labels(str(org), "-", "rate_limited").inc()
+            delay = wait_ms + int(self.rng.uniform(0, min(1_000, self.limits.window_ms / 10)))
+            raise RetryLater(
+                f"org {org} is over {self.limits.requests_per_window} AI requests per "
+                f"{self.limits.window_ms} ms",
+                delay_ms=delay,
+            )
+        return wait_ms
 
     def _failed(self, reservation: Any, model: str, exc: BaseException) -> None:
         self.ai.limiter.settle(reservation, 0)
