@@ -574,7 +574,7 @@ def settings_for(cls: type[S]) -> S:
     found = _cache.get(cls)
     if found is None:
         found = _cache[cls] = cls()
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 class _GetSettings:
