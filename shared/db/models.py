@@ -19,7 +19,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, MappedAsDataclass, mapped_column
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -160,19 +160,33 @@ class OutboxEvent(Base):
     )
 
 
-class FileObject(Base):
-    """A stored artefact (export, uploaded document) and where it lives."""
+class FileObject(MappedAsDataclass, Base, kw_only=True):
+    """A stored artefact (an export, an uploaded document) and where it lives: its `file_objects`
+    row. The one row type of that table, and a plain dataclass as well (keyword arguments):
+
+    - the storage port builds it with no database (`ObjectWriter.commit()`, shared/storage: where
+      and what was stored, and a fresh `id`);
+    - the caller names the owner (`org_id`) and records the row, through a session or with SQL;
+    - readers load it with `psycopg.rows.class_row(FileObject)` as well as through a session.
+    """
 
     __tablename__ = "file_objects"
 
     id: Mapped[uuid.UUID] = mapped_column(
-        UUID, primary_key=True, default=uuid.uuid4, server_default=func.gen_random_uuid()
+        UUID,
+        primary_key=True,
+        default_factory=uuid.uuid4,
+        server_default=func.gen_random_uuid(),
     )
-    org_id: Mapped[uuid.UUID] = mapped_column(UUID, nullable=False, index=True)
-    provider: Mapped[str] = mapped_column(String(16), nullable=False)
+    #: None until the caller names the owner (the storage port does not know it); required in the row.
+    org_id: Mapped[uuid.UUID | None] = mapped_column(UUID, nullable=False, index=True, default=None)
+    provider: Mapped[str] = mapped_column(String(16), nullable=False)  # LOCAL | S3
     bucket: Mapped[str | None] = mapped_column(String(255))
     key: Mapped[str] = mapped_column(Text, nullable=False)
     content_type: Mapped[str] = mapped_column(String(255), nullable=False)
     size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
     sha256: Mapped[str] = mapped_column(String(64), nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    #: Set by the database when the row is written.
+    created_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now(), default=None
+    )

@@ -3,7 +3,7 @@
 storage = build_storage(settings)
 with storage.open_writer(object_key(org_id, "exports", export_id, "x.csv"), "text/csv") as w:
     w.write(b"...")
-    stored = w.commit()          # nothing is visible at the key before this
+    stored = w.commit()          # nothing is visible at the key before this; a FileObject
 storage.signed_url(stored.key, expires_in=900)
 """
 
@@ -17,7 +17,6 @@ from .backend import (
     ObjectWriter,
     StorageBackend,
     StorageError,
-    StoredObject,
     check_key,
     object_key,
     within,
@@ -32,7 +31,6 @@ __all__ = [
     "ObjectWriter",
     "StorageBackend",
     "StorageError",
-    "StoredObject",
     "build_storage",
     "check_key",
     "local_root",

@@ -6,8 +6,9 @@ input, and cannot leave their prefix: no absolute paths, no `..`, no empty or hi
 Writing is streamed: `open_writer(key, content_type)` returns an `ObjectWriter` (a binary,
 write-only file object) that hashes and counts what it is given; `commit()` makes the object
 visible at its key in one step (rename, or a completed multipart upload) and returns what was
-stored; `abort()` (or leaving the `with` block on an exception) discards everything, so a failed
-or canceled write never leaves a partial object behind. `put(key, chunks)` is the short form.
+stored (a `FileObject`: its `file_objects` row, not yet saved); `abort()` (or leaving the `with`
+block on an exception) discards everything, so a failed or canceled write never leaves a partial
+object behind. `put(key, chunks)` is the short form.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import io
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import FleetError
+
+if TYPE_CHECKING:
+    from ..db.models import FileObject
 
 # -- Errors ----------------------------------------------------------------------------------
 
@@ -81,19 +84,11 @@ def within(prefix: str, key: str) -> bool:
     return key.startswith(check_key(prefix) + "/")
 
 
-# -- What was stored -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StoredObject:
-    """A committed object: the fields of its `file_objects` row."""
-
-    provider: str  # LOCAL | S3
-    bucket: str
-    key: str
-    content_type: str
-    size_bytes: int
-    sha256: str
+# -- What was stored: a `FileObject` (shared/db/models.py), the one row type of `file_objects` ----
+#
+# `commit()` returns one, built without a database: where and what was stored, and a fresh id;
+# the caller names the owner (`org_id`) and records the row. The model is imported on commit,
+# so importing the storage port loads no SQLAlchemy.
 
 
 class ObjectWriter(io.RawIOBase, ABC):
@@ -105,7 +100,7 @@ class ObjectWriter(io.RawIOBase, ABC):
         self.content_type = content_type
         self.size = 0
         self._hash = hashlib.sha256()
-        self.stored: StoredObject | None = None
+        self.stored: FileObject | None = None
         self._finished = False
         #: Called with `resume_token` whenever it changes (e.g. a multipart upload started), so
         #: the caller can record it durably before anything could be left behind.
@@ -132,21 +127,23 @@ class ObjectWriter(io.RawIOBase, ABC):
             self._write(view)
         return n
 
-    def commit(self) -> StoredObject:
-        """Make the object visible at its key; returns what was stored."""
+    def commit(self) -> FileObject:
+        """Make the object visible at its key; returns what was stored (its row, unsaved)."""
         if self.stored is not None:
             return self.stored
         if self._finished:
             raise StorageError(f"{self.key}: writer was aborted")
+        from ..db.models import FileObject
+
         self._commit()
         self._finished = True
-        self.stored = StoredObject(
-            self.provider,
-            self.bucket,
-            self.key,
-            self.content_type,
-            self.size,
-            self._hash.hexdigest(),
+        self.stored = FileObject(
+            provider=self.provider,
+            bucket=self.bucket,
+            key=self.key,
+            content_type=self.content_type,
+            size_bytes=self.size,
+            sha256=self._hash.hexdigest(),
         )
         return self.stored
 
@@ -230,7 +227,7 @@ class StorageBackend(ABC):
 
     def put(
         self, key: str, data: bytes | Iterable[bytes] | IO[bytes], content_type: str
-    ) -> StoredObject:
+    ) -> FileObject:
         """Store `data` (bytes, an iterable of chunks or a binary file) at `key`."""
         with self.open_writer(key, content_type) as writer:
             for chunk in _chunks(data):

@@ -18,27 +18,16 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import class_row
 
+from shared.db.models import FileObject
 from shared.errors import PermanentError
 from shared.storage import ObjectNotFound, StorageBackend, object_key
 
 
-@dataclass(frozen=True)
-class FileRow:
-    id: UUID
-    org_id: UUID
-    provider: str
-    bucket: str | None
-    key: str
-    content_type: str
-    size_bytes: int
-    sha256: str
-
-
 def load_file_row(
     conn: psycopg.Connection[Any], file_object_id: UUID, org_id: UUID
-) -> FileRow | None:
+) -> FileObject | None:
     """The `file_objects` row, scoped by org (another org's id reads as missing)."""
-    with conn.cursor(row_factory=class_row(FileRow)) as cur:
+    with conn.cursor(row_factory=class_row(FileObject)) as cur:
         cur.execute(
             "SELECT id, org_id, provider, bucket, key, content_type, size_bytes, sha256 "
             "FROM file_objects WHERE id = %s AND org_id = %s",
@@ -47,7 +36,7 @@ def load_file_row(
         return cur.fetchone()
 
 
-def read_bytes(storage: StorageBackend, row: FileRow) -> bytes:
+def read_bytes(storage: StorageBackend, row: FileObject) -> bytes:
     """The file's bytes, checked against the row (size and SHA-256)."""
     if row.provider != storage.provider or (row.bucket or storage.bucket) != storage.bucket:
         raise PermanentError(
@@ -76,7 +65,7 @@ class FileCache:
         self._size = 0
         self._lock = threading.Lock()
 
-    def get(self, storage: StorageBackend, row: FileRow) -> bytes:
+    def get(self, storage: StorageBackend, row: FileObject) -> bytes:
         key = (row.id, row.sha256)
         with self._lock:
             data = self._items.get(key)
@@ -117,7 +106,7 @@ def upload(
     stored = storage.put(
         object_key(org_id, "documents", document_id, safe[:120]), data, "application/pdf"
     )
-    file_id = uuid.uuid4()
+    file_id = stored.id
     with conn.transaction():
         conn.execute(
             "INSERT INTO file_objects (id, org_id, provider, bucket, key, content_type, size_bytes, sha256) "

@@ -18,9 +18,10 @@ from typing import IO, Any, cast
 import structlog
 
 from shared.contracts.export import ExportBuildV1, ExportParams
+from shared.db.models import FileObject
 from shared.errors import JobCanceled, PermanentError
 from shared.jobs.context import JobContext
-from shared.storage import StoredObject, object_key
+from shared.storage import object_key
 
 from . import formats, query, registry, store
 from .formats import Meta, Written
@@ -101,7 +102,7 @@ def _write(
     plan: query.Plan,
     job: JobContext,
     x: Exporter,
-) -> tuple[StoredObject, Written]:
+) -> tuple[FileObject, Written]:
     with x.pool.connection() as conn, query.open_rows(conn, plan, as_text=fmt.as_text) as rows:
         if fmt.name == "PDF" and rows.total > x.settings.pdf_max_rows:
             raise PermanentError(

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from shared.storage import StoredObject
+from shared.db.models import FileObject
 
 FINISHED = ("COMPLETED", "FAILED", "CANCELED")
 
@@ -41,19 +41,6 @@ class ExportRow:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-
-
-@dataclass(frozen=True)
-class FileObjectRow:
-    id: UUID
-    org_id: UUID
-    provider: str
-    bucket: str | None
-    key: str
-    content_type: str
-    size_bytes: int
-    sha256: str
-    created_at: datetime
 
 
 def insert(
@@ -84,8 +71,8 @@ def get(conn: psycopg.Connection[Any], export_id: UUID, org_id: UUID) -> ExportR
 
 def file_object(
     conn: psycopg.Connection[Any], file_object_id: UUID, org_id: UUID
-) -> FileObjectRow | None:
-    with conn.cursor(row_factory=class_row(FileObjectRow)) as cur:
+) -> FileObject | None:
+    with conn.cursor(row_factory=class_row(FileObject)) as cur:
         return cur.execute(
             "SELECT id, org_id, provider, bucket, key, content_type, size_bytes, sha256, created_at "
             "FROM file_objects WHERE id = %s AND org_id = %s",
@@ -129,9 +116,11 @@ def finish(
 
 
 def complete(
-    conn: psycopg.Connection[Any], export_id: UUID, org_id: UUID, stored: StoredObject, rows: int
+    conn: psycopg.Connection[Any], export_id: UUID, org_id: UUID, stored: FileObject, rows: int
 ) -> UUID:
-    """Record the artefact and complete the export, in one durable transaction."""
+    """Record the artefact (its `file_objects` row, under `stored.id`) and complete the export,
+    in one durable transaction."""
+    stored.org_id = org_id
     with conn.transaction():
         conn.execute("SET LOCAL synchronous_commit TO on")
         # A retry after a crash between the upload and this commit rewrote the same key.
@@ -141,9 +130,10 @@ def complete(
             (org_id, stored.provider, stored.bucket, stored.key),
         )
         row = conn.execute(
-            "INSERT INTO file_objects (org_id, provider, bucket, key, content_type, size_bytes, sha256) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            "INSERT INTO file_objects (id, org_id, provider, bucket, key, content_type, size_bytes, sha256) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (
+                stored.id,
                 org_id,
                 stored.provider,
                 stored.bucket,
