@@ -9,7 +9,7 @@ Each repetition, per case:
 - setup (not timed): cancelled rounds whose payers are the case's signers, `--actions` refunds
   to claim in all (1 signer: one payer in N rounds; 4 signers: four payers in N/4 rounds);
 - the `chain:claim_refund` jobs are sent, then one worker process starts
-  (`dramatiq workers.chain_actions --processes 1 --threads T`) and drains them: every action is
+  (`dramatiq workers.chain_actions.app --processes 1 --threads T`) and drains them: every action is
   journaled, locked per signer, preflighted, signed, broadcast and confirmed by its receipt;
 - actions/s = (N - 1) / (last `finished_at` - first `finished_at`) in `job_runs` (from the first
   completion on: the process's warm-up, web3 import and first connections, is left out).
@@ -86,7 +86,7 @@ def drain(sandbox: Sandbox, env: dict[str, str], job_ids: list[str], threads: in
             sys.executable,
             "-m",
             "dramatiq",
-            "workers.chain_actions",
+            "workers.chain_actions.app",
             "--processes",
             "1",
             "--threads",
@@ -123,7 +123,7 @@ def drain(sandbox: Sandbox, env: dict[str, str], job_ids: list[str], threads: in
 
 
 def worker(env: dict[str, str], threads: int) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "dramatiq", "workers.chain_actions", "--processes", "1"]
+    argv = [sys.executable, "-m", "dramatiq", "workers.chain_actions.app", "--processes", "1"]
     return subprocess.Popen(
         [*argv, "--threads", str(threads)],
         cwd=REPO,

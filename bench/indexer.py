@@ -41,17 +41,19 @@ import psycopg  # noqa: E402
 from pydantic import SecretStr  # noqa: E402
 
 from bench.sandbox import Sandbox  # noqa: E402
-from scheduler import chain  # noqa: E402
+from scheduler.chain import jobs as chain  # noqa: E402
+from scheduler.chain.indexer import sync_once  # noqa: E402
+from scheduler.chain.keeper import run_once  # noqa: E402
+from scheduler.settings import IndexerSettings, KeeperSettings  # noqa: E402
 from shared.chain import devnet  # noqa: E402
 from shared.chain.abi import LOTTERY, decode_result, encode_call  # noqa: E402
 from shared.chain.client import ChainClient  # noqa: E402
 from shared.chain.deploy import LotteryConfig, deploy_reference  # noqa: E402
 from shared.chain.errors import RpcError  # noqa: E402
 from shared.chain.fees import GWEI, initial_fees  # noqa: E402
-from shared.chain.indexer import sync_once  # noqa: E402
-from shared.chain.keeper import run_once  # noqa: E402
 from shared.chain.keys import Keyring, new_kek  # noqa: E402
 from shared.chain.registry import record_deployment  # noqa: E402
+from shared.chain.settings import ChainSettings  # noqa: E402
 from shared.chain.wallets import OPERATOR, store_wallet  # noqa: E402
 from shared.config import get_settings  # noqa: E402
 from shared.runtime import Runtime  # noqa: E402
@@ -200,20 +202,22 @@ def main() -> None:
             for deployment in contracts.values():
                 record_deployment(conn, node.chain_id, deployment)
             store_wallet(conn, ring, bytes(owner.key), kind=OPERATOR)
-        settings = sandbox.settings.model_copy(
-            update={
-                "chain_rpc_url": node.url,
-                "chain_id": node.chain_id,
-                "chain_keks": {"bench": SecretStr(kek)},
-                "chain_kek_id": "bench",
-                "indexer_confirmations": 0,
-                "indexer_tick_budget_s": 1e9,
-                "keeper_interval_ms": args.keeper_interval_ms,
-                "keeper_lock_key": f"{sandbox.namespace}:chain:keeper-lock",
-            }
+        config = chain.ChainConfig(
+            ChainSettings(
+                rpc_url=node.url,
+                chain_id=node.chain_id,
+                keks={"bench": SecretStr(kek)},
+                kek_id="bench",
+                confirmations=0,
+            ),
+            IndexerSettings(tick_budget_s=1e9),
+            KeeperSettings(
+                interval_ms=args.keeper_interval_ms,
+                lock_key=f"{sandbox.namespace}:chain:keeper-lock",
+            ),
         )
-        runtime = Runtime(settings)
-        jobs = chain.build(runtime)
+        runtime = Runtime(sandbox.settings)
+        jobs = chain.build(runtime, config)
 
         t = time.perf_counter()
         make_history(setup_client, lottery, players, args.blocks, args.purchases, args.bursts)

@@ -46,7 +46,7 @@ def list_jobs(as_json: JsonOption = False) -> None:
     """Each periodic job: every how long, paused or not, its last run and outcome, the next."""
     rt = _runtime()
     states = periodic.states(pauses.redis_client(rt), rt.settings.broker_namespace, NAMES)
-    every = {job.name: job.interval_s(rt.settings) for job in SCHEDULE}
+    every = {job.name: job.interval_s() for job in SCHEDULE}
     if as_json:
         output.print_json([{**s.as_dict(), "interval_s": every[s.name]} for s in states])
         return

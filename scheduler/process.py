@@ -30,6 +30,7 @@ from shared.observability.metrics import UP
 from shared.runtime import Runtime, set_runtime
 
 from .schedule import SCHEDULE, Periodic
+from .settings import scheduler_settings
 
 SERVICE = "scheduler"
 log = structlog.get_logger("jobfleet.scheduler")
@@ -106,7 +107,7 @@ def _run(job: Periodic, runtime: Runtime, clock: Clock, forced_by: str | None) -
                 at=now,
                 outcome=outcome,
                 duration_ms=elapsed * 1000,
-                next_at=now + timedelta(seconds=job.interval_s(settings)),
+                next_at=now + timedelta(seconds=job.interval_s()),
                 by=forced_by,
                 detail=detail,
             )
@@ -149,16 +150,15 @@ def take_run_now_requests(
 def build_scheduler(
     runtime: Runtime, schedule: Sequence[Periodic] = SCHEDULE, *, clock: Clock = utcnow
 ) -> BackgroundScheduler:
-    settings = runtime.settings
     scheduler = BackgroundScheduler(
-        executors={"default": ThreadPoolExecutor(max_workers=settings.scheduler_threads)},
+        executors={"default": ThreadPoolExecutor(max_workers=scheduler_settings().threads)},
         job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": 30},
         timezone=UTC,
     )
     for job in schedule:
         scheduler.add_job(
             run_periodic,
-            trigger=IntervalTrigger(seconds=job.interval_s(settings), timezone=UTC),
+            trigger=IntervalTrigger(seconds=job.interval_s(), timezone=UTC),
             args=(job, runtime, clock),
             id=job.name,
             name=job.name,

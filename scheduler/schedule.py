@@ -1,4 +1,5 @@
-"""The scheduler's periodic jobs, as a table: name, what runs, how often (from settings).
+"""The scheduler's periodic jobs, as a table: name, what runs, how often (from settings:
+`scheduler/settings.py`).
 
 Every entry runs with `max_instances=1` and coalescing (see `process.py`); each function takes
 the runtime and `now` (read once per run by the caller) so that time-driven logic is testable
@@ -15,11 +16,12 @@ from datetime import datetime
 import structlog
 
 from shared import maintenance
-from shared.config import Settings
 from shared.outbox import RelayStats, relay_once
 from shared.runtime import Runtime
 
-from . import chain, upkeep
+from . import upkeep
+from .chain import jobs as chain
+from .settings import indexer_settings, keeper_settings, scheduler_settings
 
 log = structlog.get_logger("jobfleet.scheduler")
 
@@ -28,7 +30,8 @@ log = structlog.get_logger("jobfleet.scheduler")
 class Periodic:
     name: str
     run: Callable[[Runtime, datetime], object]
-    interval_s: Callable[[Settings], float]
+    #: Seconds between two runs, read from the settings when the schedule is built.
+    interval_s: Callable[[], float]
 
 
 def relay_outbox(runtime: Runtime, now: datetime) -> RelayStats:
@@ -40,15 +43,19 @@ def relay_outbox(runtime: Runtime, now: datetime) -> RelayStats:
 
 
 SCHEDULE: tuple[Periodic, ...] = (
-    Periodic("outbox-relay", relay_outbox, lambda s: s.outbox_relay_interval_ms / 1000),
+    Periodic(
+        "outbox-relay", relay_outbox, lambda: scheduler_settings().outbox_relay_interval_ms / 1000
+    ),
     # One active indexer across replicas: a Postgres advisory lock per window transaction.
-    Periodic("chain-indexer", chain.index, lambda s: s.indexer_interval_ms / 1000),
-    # One active keeper across replicas: the Redis lock `keeper_lock_key`, fenced.
-    Periodic("lottery-keeper", chain.keep, lambda s: s.keeper_interval_ms / 1000),
+    Periodic("chain-indexer", chain.index, lambda: indexer_settings().interval_ms / 1000),
+    # One active keeper across replicas: the Redis lock `KEEPER_LOCK_KEY`, fenced.
+    Periodic("lottery-keeper", chain.keep, lambda: keeper_settings().interval_ms / 1000),
     # The slot (minute) is the job's stable id: a second replica's send is a duplicate.
-    Periodic("email-run-due", upkeep.run_due_emails, lambda s: s.email_due_interval_s),
+    Periodic(
+        "email-run-due", upkeep.run_due_emails, lambda: scheduler_settings().email_due_interval_s
+    ),
     # Every step locks rows with SKIP LOCKED or goes through the job-id gate.
-    Periodic("maintenance", upkeep.maintain, lambda s: s.maintenance_interval_s),
+    Periodic("maintenance", upkeep.maintain, lambda: scheduler_settings().maintenance_interval_s),
     # Cheap (one Redis command, the runs in flight); re-enqueues go through the job-id gate.
-    Periodic("recovery", upkeep.recover, lambda s: maintenance.RECOVERY_INTERVAL_S),
+    Periodic("recovery", upkeep.recover, lambda: maintenance.RECOVERY_INTERVAL_S),
 )

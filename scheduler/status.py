@@ -1,17 +1,24 @@
-"""The scheduler's sections of `fleet status` (its registration's `status`).
+"""The scheduler's sections of `fleet status` (its `Domain.status`): `sections` reads them,
+`render` prints them.
 
 - scheduler: runs by job and outcome (the scheduler's Prometheus counters, read from any
   process's `/metrics`: they are aggregated over the fleet), and the last trace each periodic
   job leaves in Postgres (keeper actions, indexer cursor, due-email jobs, published events);
-- indexer: the node's head minus the stored cursor (its lag).
+- indexer: the node's head minus the stored cursor (`chain/status.py`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.cli.status import Section, guard, parse_metrics
-from shared.config import Settings
+
+from .chain.status import indexer_section
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from shared.config import Settings
 
 
 def sections(settings: Settings, metrics: str | None) -> dict[str, Section]:
@@ -20,7 +27,7 @@ def sections(settings: Settings, metrics: str | None) -> dict[str, Section]:
             "runs": guard(lambda: scheduler_runs(metrics)),
             "last": guard(lambda: last_traces(settings)),
         },
-        "indexer": guard(lambda: indexer_lag(settings, metrics)),
+        "indexer": guard(lambda: indexer_section(settings, metrics)),
     }
 
 
@@ -57,42 +64,12 @@ def last_traces(settings: Settings) -> Section:
     return traces
 
 
-def indexer_lag(settings: Settings, metrics: str | None) -> Section:
-    import psycopg
-
-    with psycopg.connect(settings.database_dsn, connect_timeout=2, autocommit=True) as conn:
-        try:
-            row = conn.execute(
-                "SELECT chain_id, block_number FROM chain_cursor ORDER BY updated_at DESC LIMIT 1"
-            ).fetchone()
-        except psycopg.errors.UndefinedTable:
-            return {
-                "cursor": None,
-                "head": None,
-                "lag": None,
-                "note": "not migrated (fleet db upgrade)",
-            }
-    if row is None:
-        return {"cursor": None, "head": None, "lag": None, "note": "the indexer has no cursor yet"}
-    head: int | None = None
-    try:
-        from shared.chain.client import ChainClient
-
-        head = ChainClient.connect(settings.chain_rpc_url, timeout_s=2).block_number()
-    except Exception:
-        reported = parse_metrics(metrics, "jobfleet_indexer_lag_blocks") if metrics else []
-        if reported:
-            return {"cursor": row[1], "head": None, "lag": int(max(v for _, v in reported))}
-    lag = None if head is None else max(0, head - int(row[1]))
-    return {"chain_id": row[0], "cursor": row[1], "head": head, "lag": lag}
-
-
-def render(report: dict[str, Section], out: Any) -> None:
+def render(report: dict[str, Section], out: Console) -> None:
     from rich.table import Table
 
     from shared.cli.output import cell
 
-    s = report["scheduler"]
+    s: dict[str, Any] = report["scheduler"]
     sched = Table(title="scheduler", header_style="bold")
     for name in ("job", "runs ok", "errors", "last trace", "at"):
         sched.add_column(name)
@@ -107,6 +84,7 @@ def render(report: dict[str, Section], out: Any) -> None:
     for part in ("runs", "last"):
         if "error" in s[part]:
             out.print(f"  [yellow]scheduler {part}: {cell(s[part]['error'])}[/yellow]")
+
     i = report["indexer"]
     lag = (
         i.get("error")

@@ -1,8 +1,8 @@
-"""`fleet chain ...` and `fleet wallets ...` (registered lazily by `shared.cli.main`).
+"""The EVM library's commands: `wallets_app` (`fleet wallets ...`) and `deploy` (`fleet chain
+deploy`), for the domains that use the library to register (`Domain.commands`).
 
     fleet chain deploy [--dev]     deploy the reference contracts, record their addresses
                                    (--dev: anvil's first account as the operator; dev chains only)
-    fleet chain status             node, chain id, recorded contracts, operator wallet
     fleet wallets new-kek          print a fresh key-encryption key for CHAIN_KEKS
     fleet wallets import           store a private key read from stdin (operator or embedded)
     fleet wallets create           generate an embedded wallet, print its address
@@ -22,32 +22,32 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import redis_conn
 from ..cli import output
-from ..config import Settings, get_settings
+from ..config import get_settings
 from .abi import BADGE, COORDINATOR, LOTTERY
 from .keys import Keyring, new_kek
+from .settings import ChainSettings, chain_settings
 
-app = typer.Typer(help="Blockchain: reference contracts, node status.", no_args_is_help=True)
 wallets_app = typer.Typer(
     help="Custodial wallets (keys encrypted at rest with AES-256-GCM).", no_args_is_help=True
 )
 
 
 @contextmanager
-def _db(settings: Settings) -> Iterator[Any]:
+def db() -> Iterator[Any]:
+    """One transaction on the fleet's database (committed durably)."""
     import psycopg
 
-    with psycopg.connect(settings.database_dsn, connect_timeout=5) as conn, conn.transaction():
+    dsn = get_settings().database_dsn
+    with psycopg.connect(dsn, connect_timeout=5) as conn, conn.transaction():
         conn.execute("SET LOCAL synchronous_commit TO on")
         yield conn
 
 
-def _keyring(settings: Settings) -> Keyring:
-    return Keyring.from_settings(settings.chain_keks, settings.chain_kek_id)
+def _keyring(settings: ChainSettings) -> Keyring:
+    return Keyring.from_settings(settings.keks, settings.kek_id)
 
 
-@app.command("deploy")
 def deploy(
     dev: Annotated[
         bool,
@@ -76,8 +76,8 @@ def deploy(
     from .registry import deployments, record_deployment
     from .wallets import OPERATOR, load_operator, store_wallet
 
-    settings = get_settings()
-    client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
+    settings = chain_settings()
+    client = ChainClient.connect(settings.rpc_url, timeout_s=settings.rpc_timeout_s)
     chain_id = client.check_chain(settings.chain_id)
     if dev:
         is_dev, node = dev_chain(client)
@@ -90,7 +90,7 @@ def deploy(
             raise typer.Exit(2)
     keyring = _keyring(settings)
     if if_missing:
-        with _db(settings) as conn:
+        with db() as conn:
             recorded = deployments(conn, chain_id)
             operator_now = load_operator(conn, keyring)
         wanted = (COORDINATOR, LOTTERY, BADGE)
@@ -107,7 +107,7 @@ def deploy(
             else:
                 output.print_fields(kept, title="Deployed (kept)")
             return
-    with _db(settings) as conn:
+    with db() as conn:
         operator = load_operator(conn, keyring)
         if operator is None and dev:
             operator = dev_accounts(1)[0]
@@ -133,44 +133,6 @@ def deploy(
 
 def _has_code(client: Any, address: str) -> bool:
     return str(client.request("eth_getCode", [address, "latest"]) or "0x") not in ("0x", "0x0")
-
-
-@app.command("status")
-def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Node head, chain id, contracts, operator balance; indexer cursor and lag, keeper's last
-    action and lock holder."""
-    from .client import ChainClient, safe_url
-    from .registry import deployments
-    from .wallets import operator_address
-
-    settings = get_settings()
-    client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
-    chain_id = client.check_chain(settings.chain_id)
-
-    from .indexer_status import indexer_status, keeper_status
-
-    head = client.block_number()
-    lock_redis = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)
-    with _db(settings) as conn:
-        contracts = {name: d.address for name, d in deployments(conn, chain_id).items()}
-        operator = operator_address(conn)
-        scheduler = {
-            **indexer_status(conn, chain_id, head),
-            **keeper_status(conn, chain_id, lock_redis, settings.keeper_lock_key),
-        }
-    result: dict[str, Any] = {
-        "rpc": safe_url(settings.chain_rpc_url),
-        "chain_id": chain_id,
-        "block": head,
-        "operator": operator,
-        "operator_balance_wei": client.balance(operator) if operator else None,
-        **contracts,
-        **scheduler,
-    }
-    if as_json:
-        output.print_json(result)
-    else:
-        output.print_fields(result, title="Chain")
 
 
 @wallets_app.command("new-kek")
@@ -202,11 +164,10 @@ def wallets_import(
         raise typer.BadParameter("expected a hex private key on stdin") from None
     if len(key) != 32:
         raise typer.BadParameter("expected a 32-byte hex private key on stdin")
-    settings = get_settings()
-    with _db(settings) as conn:
+    with db() as conn:
         address = store_wallet(
             conn,
-            _keyring(settings),
+            _keyring(chain_settings()),
             key,
             kind=OPERATOR if operator else EMBEDDED,
             owner_ref=owner_ref,
@@ -225,10 +186,13 @@ def wallets_create(
 
     from .wallets import EMBEDDED, store_wallet
 
-    settings = get_settings()
-    with _db(settings) as conn:
+    with db() as conn:
         address = store_wallet(
-            conn, _keyring(settings), get_random_bytes(32), kind=EMBEDDED, owner_ref=owner_ref
+            conn,
+            _keyring(chain_settings()),
+            get_random_bytes(32),
+            kind=EMBEDDED,
+            owner_ref=owner_ref,
         )
     output.out.print(address)
 
@@ -238,8 +202,7 @@ def wallets_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Wallets with their kind and the id of the KEK their key is sealed with."""
-    settings = get_settings()
-    with _db(settings) as conn:
+    with db() as conn:
         rows = conn.execute(
             "SELECT address, kind, kek_id, owner_ref, created_at FROM wallets"
             " ORDER BY kind DESC, created_at"
@@ -263,9 +226,8 @@ def wallets_rotate_kek() -> None:
     """Re-seal every stored key under CHAIN_KEK_ID (old KEKs must still be in CHAIN_KEKS)."""
     from .wallets import count_by_kek, rotate_kek
 
-    settings = get_settings()
-    keyring = _keyring(settings)
-    with _db(settings) as conn:
+    keyring = _keyring(chain_settings())
+    with db() as conn:
         done = rotate_kek(conn, keyring)
         counts = count_by_kek(conn)
     output.out.print(

@@ -45,7 +45,7 @@ from .lock import SignerLocks
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
 
-    from ..config import Settings
+    from .settings import ChainSettings
 
 log = structlog.get_logger("jobfleet.chain.tx")
 
@@ -83,15 +83,15 @@ class TxPolicy:
     confirmations: int = 0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> TxPolicy:
+    def from_settings(cls, settings: ChainSettings) -> TxPolicy:
         return cls(
-            receipt_timeout_s=settings.chain_receipt_timeout_s,
-            replace_after_s=settings.chain_replace_after_s,
-            fee_bump_percent=settings.chain_fee_bump_percent,
-            max_fee=int(settings.chain_max_fee_gwei * GWEI),
-            priority_fee=int(settings.chain_priority_fee_gwei * GWEI),
-            gas_margin_percent=settings.chain_gas_limit_margin_percent,
-            confirmations=settings.indexer_confirmations,
+            receipt_timeout_s=settings.receipt_timeout_s,
+            replace_after_s=settings.replace_after_s,
+            fee_bump_percent=settings.fee_bump_percent,
+            max_fee=int(settings.max_fee_gwei * GWEI),
+            priority_fee=int(settings.priority_fee_gwei * GWEI),
+            gas_margin_percent=settings.gas_limit_margin_percent,
+            confirmations=settings.confirmations,
         )
 
 

@@ -21,6 +21,7 @@ from shared.chain.abi import BADGE, COORDINATOR, LOTTERY
 from shared.chain.client import ChainClient
 from shared.chain.deploy import LotteryConfig, deploy_reference
 from shared.chain.registry import Deployment, record_deployment
+from shared.chain.settings import ChainSettings
 from shared.chain.wallets import EMBEDDED, OPERATOR, store_wallet
 from shared.config import Settings
 from shared.runtime import Runtime
@@ -78,17 +79,16 @@ def chain_env(anvil: devnet.Anvil, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def chain_settings(settings: Settings, anvil: devnet.Anvil) -> Settings:
-    return settings.model_copy(
-        update={
-            "chain_rpc_url": anvil.url,
-            "chain_id": anvil.chain_id,
-            "chain_keks": {"a": SecretStr(KEK_A)},
-            "chain_kek_id": "a",
-            "chain_signer_lock_ttl_ms": 2_000,
-            "chain_rpc_timeout_s": 2.0,
-            "indexer_confirmations": 0,
-        }
+def chain_settings(anvil: devnet.Anvil) -> ChainSettings:
+    """The EVM settings of in-process collaborators (those of `chain_env`)."""
+    return ChainSettings(
+        rpc_url=anvil.url,
+        chain_id=anvil.chain_id,
+        keks={"a": SecretStr(KEK_A)},
+        kek_id="a",
+        signer_lock_ttl_ms=2_000,
+        rpc_timeout_s=2.0,
+        confirmations=0,
     )
 
 
@@ -116,28 +116,28 @@ def world(runtime: Runtime, anvil: devnet.Anvil, deployed: Deployed) -> Iterator
 
 
 @pytest.fixture
-def chain_runtime(chain_settings: Settings, world: World) -> Iterator[Runtime]:
-    """A runtime on the chain settings (its own pool), for the domain's collaborators."""
-    rt = Runtime(chain_settings)
+def chain_runtime(settings: Settings, world: World) -> Iterator[Runtime]:
+    """A runtime of its own (its own pool), for the domain's collaborators."""
+    rt = Runtime(settings)
     yield rt
     rt.close()
 
 
 @pytest.fixture
-def deps(chain_runtime: Runtime) -> Any:
+def deps(chain_runtime: Runtime, chain_settings: ChainSettings) -> Any:
     from workers.chain_actions import services
 
-    return services.build(chain_runtime)
+    return services.build(chain_runtime, chain_settings)
 
 
 class Workers(ProcessGroup):
-    """`dramatiq workers.chain_actions` processes of this session; logs kept for inspection."""
+    """`dramatiq workers.chain_actions.app` processes of this session; logs kept for inspection."""
 
     def __init__(self, tmp: Path, env: dict[str, str]) -> None:
         super().__init__(tmp, env, name="worker")
 
     def start(self, *, threads: int = 2, **extra: str) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "dramatiq", "workers.chain_actions", "--processes", "1"]
+        argv = [sys.executable, "-m", "dramatiq", "workers.chain_actions.app", "--processes", "1"]
         return self.spawn([*argv, "--threads", str(threads)], **extra)
 
 

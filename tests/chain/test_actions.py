@@ -11,7 +11,8 @@ from shared.chain.abi import BADGE, LOTTERY, encode_call
 from shared.chain.transactions import TxRequest
 from shared.errors import PermanentError
 from shared.jobs.ids import chain_job_id
-from workers.chain_actions.domain import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE, Action, perform
+from workers.chain_actions.client import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE
+from workers.chain_actions.domain import Action, perform
 
 from .world import TICKET, World, project_ticket
 

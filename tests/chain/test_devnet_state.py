@@ -11,7 +11,7 @@ import pytest
 from shared.chain import devnet
 from shared.chain.abi import LOTTERY, decode_result, encode_call
 from shared.chain.client import ChainClient
-from shared.launcher.embedded import evm
+from workers.chain_actions import embedded as evm
 
 from .conftest import chain_env
 from .world import TICKET, World

@@ -10,7 +10,8 @@ from shared.chain.abi import LOTTERY
 from shared.chain.errors import WalletKeyUnreadable
 from shared.chain.wallets import EMBEDDED, count_by_kek, load_signer, rotate_kek, store_wallet
 from shared.jobs.ids import chain_job_id
-from workers.chain_actions.domain import MINT_BADGE, Action, perform
+from workers.chain_actions.client import MINT_BADGE
+from workers.chain_actions.domain import Action, perform
 
 from .world import KEK_A, KEK_B, World, keyring, project_ticket
 

@@ -59,16 +59,18 @@ def test_an_unmined_transaction_is_replaced_with_the_same_nonce(
 
 
 def test_the_signer_lock_key_is_in_the_fleet_namespace(
-    world: World, deps: Any, chain_runtime: Any
+    world: World, deps: Any, chain_runtime: Any, chain_settings: Any
 ) -> None:
     """Two fleets on one Redis (two namespaces) do not share, or clear, each other's locks."""
-    from scheduler import chain
+    from scheduler.chain import jobs as chain
+    from scheduler.settings import IndexerSettings, KeeperSettings
 
     namespace = chain_runtime.settings.broker_namespace
     key = deps.sender.locks.key(world.operator.address)
     assert key.startswith(f"{namespace}:chain:signer-lock:")
     # The scheduler's keeper signs with the same operator: the same lock as the worker's.
-    keeper = chain.build(chain_runtime).keeper.sender.locks.key(world.operator.address)
+    config = chain.ChainConfig(chain_settings, IndexerSettings(), KeeperSettings())
+    keeper = chain.build(chain_runtime, config).keeper.sender.locks.key(world.operator.address)
     assert keeper == key
     with deps.sender.locks.hold(world.operator.address):
         assert deps.sender.locks.client.get(key) is not None

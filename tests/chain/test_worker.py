@@ -1,4 +1,4 @@
-"""`dramatiq workers.chain_actions` processes on anvil: the whole path, several processes
+"""`dramatiq workers.chain_actions.app` processes on anvil: the whole path, several processes
 sharing one signer, a node that is down then up, and a worker killed mid-transaction."""
 
 from __future__ import annotations

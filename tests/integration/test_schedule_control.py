@@ -113,11 +113,11 @@ def test_unknown_periodic_jobs_are_refused(runtime: Runtime) -> None:
 def test_a_jobs_own_word_on_its_pass_is_shown_beside_the_operators_pause(runtime: Runtime) -> None:
     """The lottery keeper answers `paused` while the contract's own `paused()` is on: that is
     the job's detail, distinct from an operator's pause of the job."""
+    from scheduler.chain.keeper import KeeperResult
     from scheduler.process import run_periodic, utcnow
     from scheduler.schedule import Periodic
-    from shared.chain.keeper import KeeperResult
 
-    keeper = Periodic("lottery-keeper", lambda rt, now: KeeperResult("paused"), lambda s: 10.0)
+    keeper = Periodic("lottery-keeper", lambda rt, now: KeeperResult("paused"), lambda: 10.0)
     run_periodic(keeper, runtime, utcnow)
 
     (state,) = periodic.states(

@@ -14,6 +14,7 @@ import pytest
 
 from scheduler.process import build_scheduler
 from scheduler.schedule import SCHEDULE
+from scheduler.settings import scheduler_settings
 from shared import outbox
 from shared.jobs import catalog
 from shared.runtime import Runtime
@@ -42,7 +43,7 @@ def test_every_periodic_job_runs_alone_and_coalesces(runtime: Runtime) -> None:
         assert job.max_instances == 1 and job.coalesce is True
     assert (
         jobs["outbox-relay"].trigger.interval.total_seconds()
-        == runtime.settings.outbox_relay_interval_ms / 1000
+        == scheduler_settings().outbox_relay_interval_ms / 1000
     )
 
 

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import chain
+from scheduler.chain import jobs as chain
+from scheduler.settings import IndexerSettings, KeeperSettings
 from shared.chain import devnet
+from shared.chain.settings import ChainSettings
 from shared.config import Settings
 from shared.runtime import Runtime
 from tests.chain import conftest as chain_fixtures
@@ -43,25 +45,30 @@ def scheduler_overrides(settings: Settings) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def sched_runtime(chain_settings: Settings, world: World) -> Iterator[Runtime]:
-    rt = Runtime(
-        chain_settings.model_copy(
-            update={
-                "indexer_confirmations": 0,
-                "indexer_start_block": 0,
-                "keeper_lock_key": keeper_lock_key(chain_settings),
-                "chain_receipt_timeout_s": 10.0,
-            }
-        )
+def sched_config(settings: Settings, chain_settings: ChainSettings) -> chain.ChainConfig:
+    """The chain jobs' settings: no confirmations, from block 0, a per-session keeper lock."""
+    return chain.ChainConfig(
+        chain_settings.model_copy(update={"confirmations": 0, "receipt_timeout_s": 10.0}),
+        IndexerSettings(start_block=0),
+        KeeperSettings(lock_key=keeper_lock_key(settings)),
     )
+
+
+@pytest.fixture
+def sched_runtime(settings: Settings, world: World) -> Iterator[Runtime]:
+    rt = Runtime(settings)
     yield rt
     rt.close()
 
 
 @pytest.fixture
-def jobs(sched_runtime: Runtime) -> chain.ChainJobs:
-    return chain.build(sched_runtime)
+def config(settings: Settings, chain_settings: ChainSettings) -> chain.ChainConfig:
+    return sched_config(settings, chain_settings)
+
+
+@pytest.fixture
+def jobs(sched_runtime: Runtime, config: chain.ChainConfig) -> chain.ChainJobs:
+    return chain.build(sched_runtime, config)
 
 
 def now() -> datetime:
@@ -80,11 +87,11 @@ class Schedulers(ProcessGroup):
 
 @pytest.fixture
 def schedulers(
-    tmp_path: Path, anvil: devnet.Anvil, world: World, chain_settings: Settings
+    tmp_path: Path, anvil: devnet.Anvil, world: World, settings: Settings
 ) -> Iterator[Schedulers]:
     env = chain_env(
         anvil,
-        **scheduler_overrides(chain_settings),
+        **scheduler_overrides(settings),
         INDEXER_INTERVAL_MS="300",
         KEEPER_INTERVAL_MS="500",
         EMAIL_DUE_INTERVAL_S="3600",

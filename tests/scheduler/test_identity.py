@@ -5,18 +5,19 @@ Each time the new round 1 is drawn, projected, badged and paid, as the first one
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
-from scheduler import chain
+from scheduler.chain import jobs as chain
+from scheduler.chain.indexer import sync_once
+from scheduler.chain.keeper import run_once
 from shared.chain import devnet
 from shared.chain.abi import LOTTERY
 from shared.chain.client import ChainClient
 from shared.chain.deploy import LotteryConfig, deploy_reference
-from shared.chain.indexer import sync_once
-from shared.chain.keeper import run_once
 from shared.chain.registry import record_deployment
 from shared.config import Settings
 from shared.jobs import runs
@@ -26,7 +27,7 @@ from tests.chain.conftest import Workers, chain_env
 from tests.chain.world import MIN_PLAYERS, ROUND_S, TICKET, World
 from tests.support.wait import wait_for
 
-from .conftest import keeper_lock_key, now
+from .conftest import now
 
 pytestmark = pytest.mark.slow
 
@@ -67,20 +68,25 @@ def redeploy(client: ChainClient, world: World, chain_id: int, conn: Any) -> dic
 
 
 def test_a_redeployed_lottery_runs_its_round_one_to_the_end(
-    world: World, workers: Workers, sched_runtime: Runtime, jobs: chain.ChainJobs, db: Any
+    world: World,
+    workers: Workers,
+    sched_runtime: Runtime,
+    config: chain.ChainConfig,
+    jobs: chain.ChainJobs,
+    db: Any,
 ) -> None:
     workers.start()
     first_round, first_actions = play_round(world, sched_runtime, jobs)
 
-    running = chain.jobs_for(sched_runtime)  # the scheduler's, built at its first pass
+    running = chain.jobs_for(sched_runtime, config)  # the scheduler's, built at its first pass
     contracts = redeploy(world.client, world, world.client.chain_id(), db)
     second = World(world.client, world.accounts, contracts)
     assert second.current_round() == first_round  # rounds start again: same round ids
     # The running scheduler picks the new deployment up at its next pass, without a restart.
-    again = chain.jobs_for(sched_runtime)
+    again = chain.jobs_for(sched_runtime, config)
     assert running is not None and running.indexer.lottery == world.contracts[LOTTERY]
     assert again is not None and again.indexer.lottery == contracts[LOTTERY]
-    assert chain.jobs_for(sched_runtime) is again  # built once per deployment
+    assert chain.jobs_for(sched_runtime, config) is again  # built once per deployment
     second_round, second_actions = play_round(second, sched_runtime, again)
 
     assert second_round == first_round and not set(first_actions) & set(second_actions)
@@ -89,19 +95,23 @@ def test_a_redeployed_lottery_runs_its_round_one_to_the_end(
 
 
 def test_a_chain_restarted_from_genesis_runs_its_round_one_again(
-    world: World, runtime: Runtime, chain_settings: Settings, tmp_path: Any, db: Any
+    world: World,
+    runtime: Runtime,
+    settings: Settings,
+    config: chain.ChainConfig,
+    tmp_path: Any,
+    db: Any,
 ) -> None:
-    chain_id = chain_settings.chain_id + 1  # another chain id than the session's anvil
+    assert config.chain.chain_id is not None
+    chain_id = config.chain.chain_id + 1  # another chain id than the session's anvil
     port = devnet.free_port()
     node = devnet.start_anvil(port=port, chain_id=chain_id)
-    settings = chain_settings.model_copy(
-        update={
-            "chain_rpc_url": node.url,
-            "chain_id": chain_id,
-            "indexer_confirmations": 0,
-            "indexer_start_block": 0,
-            "keeper_lock_key": keeper_lock_key(chain_settings),
-        }
+    # Only the node differs from the session's chain jobs (no confirmations, from block 0).
+    other = replace(
+        config,
+        chain=config.chain.model_copy(
+            update={"rpc_url": node.url, "chain_id": chain_id, "receipt_timeout_s": 120.0}
+        ),
     )
     group = Workers(tmp_path, chain_env(node))
     rt = Runtime(settings)
@@ -110,7 +120,7 @@ def test_a_chain_restarted_from_genesis_runs_its_round_one_again(
         contracts = redeploy(client, world, chain_id, db)
         mine = World(client, world.accounts, contracts)
         group.start()
-        first_round, first_actions = play_round(mine, rt, chain.build(rt))
+        first_round, first_actions = play_round(mine, rt, chain.build(rt, other))
 
         # The node restarts without its state: same chain id, same deployer, same addresses.
         node.stop()
@@ -118,7 +128,7 @@ def test_a_chain_restarted_from_genesis_runs_its_round_one_again(
         assert redeploy(client, world, chain_id, db) == contracts
         assert mine.current_round() == first_round
         with capture_logs() as logs:
-            jobs = chain.build(rt)  # the scheduler's start
+            jobs = chain.build(rt, other)  # the scheduler's start
         resets = [e for e in logs if e["event"] == "chain.genesis_changed"]
         assert len(resets) == 1 and resets[0]["chain_id"] == chain_id
         assert resets[0]["runs_archived"] == 3
@@ -132,7 +142,7 @@ def test_a_chain_restarted_from_genesis_runs_its_round_one_again(
             "SELECT count(*) FROM job_runs WHERE job_id LIKE %s", ("%@genesis:%",)
         ).fetchone() == (3,)
         with capture_logs() as logs:
-            chain.build(rt)  # a second start on the same chain resets nothing
+            chain.build(rt, other)  # a second start on the same chain resets nothing
         assert not [e for e in logs if e["event"] == "chain.genesis_changed"]
     finally:
         group.stop_all()

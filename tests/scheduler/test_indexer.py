@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from scheduler import chain
+from scheduler.chain import jobs as chain
+from scheduler.chain.indexer import sync_once
 from shared.chain import devnet
 from shared.chain.client import ChainClient
 from shared.chain.errors import RpcUnavailable
-from shared.chain.indexer import sync_once
 from shared.runtime import Runtime
 from tests.chain.world import World
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import redis
 
-from scheduler import chain
+from scheduler.chain import jobs as chain
+from scheduler.chain.keeper import DRAW, _key, _send, run_once
 from shared.chain import devnet
 from shared.chain.abi import LOTTERY, encode_call
-from shared.chain.keeper import DRAW, _key, _send, run_once
 from shared.chain.lock import HeldLock, LockLost
 from shared.chain.transactions import TxPolicy, TxRequest, TxSender
 from shared.runtime import Runtime

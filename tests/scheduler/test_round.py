@@ -1,6 +1,6 @@
 """A lottery round through the scheduler's jobs and the chain-actions worker, on anvil: the
 keeper draws or closes, the indexer projects and stages the follow-ups, the relay publishes
-them, a `dramatiq workers.chain_actions` process sends them; chain and tables then agree."""
+them, a `dramatiq workers.chain_actions.app` process sends them; chain and tables then agree."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from scheduler import chain
+from scheduler.chain import jobs as chain
+from scheduler.chain.indexer import sync_once
+from scheduler.chain.keeper import run_once
 from shared.chain.abi import LOTTERY
 from shared.chain.address import to_checksum_address
-from shared.chain.indexer import sync_once
-from shared.chain.keeper import run_once
 from shared.jobs import runs
 from shared.observability.metrics import render
 from shared.outbox import relay_once

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from scheduler import chain
+from scheduler.chain import jobs as chain
+from scheduler.chain.indexer import sync_once
+from scheduler.chain.keeper import run_once
 from shared.chain import devnet
-from shared.chain.indexer import sync_once
-from shared.chain.keeper import run_once
 from shared.config import Settings
 from shared.runtime import Runtime
 from tests.chain.conftest import chain_env
@@ -41,11 +41,11 @@ def status(env: dict[str, str]) -> dict[str, object]:
 def test_chain_status_shows_cursor_lag_last_keeper_action_and_lock_holder(
     world: World,
     anvil: devnet.Anvil,
-    chain_settings: Settings,
+    settings: Settings,
     sched_runtime: Runtime,
     jobs: chain.ChainJobs,
 ) -> None:
-    env = chain_env(anvil, **scheduler_overrides(chain_settings))
+    env = chain_env(anvil, **scheduler_overrides(settings))
     assert status(env)["indexer_cursor"] is None
     round_id = world.current_round()
     world.buy(world.accounts[1])
@@ -68,14 +68,14 @@ def test_chain_status_shows_cursor_lag_last_keeper_action_and_lock_holder(
 
 
 def test_chain_status_flags_a_cursor_ahead_of_the_chain_head(
-    world: World, anvil: devnet.Anvil, chain_settings: Settings, db: Any
+    world: World, anvil: devnet.Anvil, settings: Settings, db: Any
 ) -> None:
     head = world.client.block_number()
     db.execute(
         "INSERT INTO chain_cursor (name, chain_id, block_number) VALUES ('lottery', %s, %s)",
         (anvil.chain_id, head + 50),
     )
-    shown = status(chain_env(anvil, **scheduler_overrides(chain_settings)))
+    shown = status(chain_env(anvil, **scheduler_overrides(settings)))
     assert shown["indexer_cursor"] == head + 50
     assert shown["indexer_lag_blocks"] is None
     assert "ahead of the chain head" in str(shown["indexer_warning"])

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler.process import build_scheduler
+from scheduler.settings import indexer_settings, keeper_settings, scheduler_settings
 from scheduler.upkeep import maintain, run_due_emails, slot
 from shared import maintenance
 from shared.runtime import Runtime
@@ -52,12 +53,12 @@ def test_maintenance_purges_past_retention_and_flags_a_dlq_over_its_threshold(
 
 
 def test_the_schedule_runs_every_job_alone_at_its_configured_interval(runtime: Runtime) -> None:
-    s = runtime.settings
+    s = scheduler_settings()
     jobs = {job.id: job for job in build_scheduler(runtime).get_jobs()}
     expected = {
         "outbox-relay": s.outbox_relay_interval_ms / 1000,
-        "chain-indexer": s.indexer_interval_ms / 1000,
-        "lottery-keeper": s.keeper_interval_ms / 1000,
+        "chain-indexer": indexer_settings().interval_ms / 1000,
+        "lottery-keeper": keeper_settings().interval_ms / 1000,
         "email-run-due": s.email_due_interval_s,
         "maintenance": s.maintenance_interval_s,
         "recovery": maintenance.RECOVERY_INTERVAL_S,

@@ -10,6 +10,7 @@ from typing import Any
 
 import redis
 
+from scheduler.status import scheduler_runs
 from shared.cli import status
 from shared.config import Settings
 from shared.contracts import SYSTEM_ORG
@@ -29,11 +30,11 @@ jobfleet_indexer_lag_blocks 4.0
 
 
 def test_scheduler_runs_are_counted_by_job_and_outcome_from_metrics() -> None:
-    assert status.scheduler_runs(METRICS) == {
+    assert scheduler_runs(METRICS) == {
         "outbox-relay": {"ok": 41},
         "lottery-keeper": {"ok": 3, "error": 2},
     }
-    assert "error" in status.scheduler_runs(None)
+    assert "error" in scheduler_runs(None)
 
 
 def test_report_shows_ready_and_dead_jobs_fresh_heartbeats_and_the_outbox_backlog(

@@ -1,7 +1,5 @@
-"""The chain_actions worker: `dramatiq workers.chain_actions` (`make run-worker-chain-actions`)."""
-
-from shared.bootstrap import boot_worker
-
-broker = boot_worker("chain-actions")
-
-from . import actors  # noqa: E402,F401  (binds the handlers to the broker above)
+"""The chain-actions domain: the lottery's follow-up transactions (mint a badge, claim a prize,
+claim a refund), sent by the worker process `dramatiq workers.chain_actions.app` (`app.py`, the
+only module that boots anything). Importing this package boots nothing; producers use
+`workers.chain_actions.client`.
+"""

@@ -12,7 +12,8 @@ from shared.jobs.handler import handler
 from shared.runtime import get_runtime
 
 from . import services
-from .domain import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE, Action, perform
+from .client import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE
+from .domain import Action, perform
 
 
 @handler(catalog.CHAIN_MINT_BADGE)

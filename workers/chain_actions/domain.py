@@ -37,12 +37,13 @@ from shared.chain.wallets import EMBEDDED, load_operator, load_signer, wallet_in
 from shared.errors import PermanentError
 from shared.jobs.ids import chain_job_id
 
+from .client import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE
+
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
 
 log = structlog.get_logger("jobfleet.chain_actions")
 
-MINT_BADGE, CLAIM_PRIZE, CLAIM_REFUND = "MINT_BADGE", "CLAIM_PRIZE", "CLAIM_REFUND"
 ALREADY_DONE = frozenset({"PrizeAlreadyClaimed", "NothingToRefund", "BadgeAlreadyMinted"})
 DEFINITIVE = frozenset(
     {"NotWinner", "RoundNotCompleted", "RoundNotCancelled", "ZeroAddressNotAllowed"}

@@ -1,6 +1,7 @@
 """The composition root of a chain-actions process: node client, signer locks, journal, keys.
 
-Built on the first job (never at import time) and kept for the life of the process.
+Built on the first job (never at import time) and kept for the life of the process. The EVM
+settings are the process's (`CHAIN_*`), unless a caller (a test) passes its own.
 """
 
 from __future__ import annotations
@@ -14,29 +15,29 @@ from shared.chain.client import ChainClient
 from shared.chain.journal import ActionJournal
 from shared.chain.keys import Keyring
 from shared.chain.lock import SignerLocks, signer_lock_prefix
-from shared.chain.outage import OutagePolicy, Outages
 from shared.chain.registry import contract_address
+from shared.chain.settings import ChainSettings, chain_settings
 from shared.chain.transactions import TxPolicy, TxSender
-from shared.config import Settings
 from shared.runtime import Runtime
 
 from .domain import Collaborators
+from .outage import OutagePolicy, Outages
 
 
-def build(runtime: Runtime) -> Collaborators:
-
-    settings: Settings = runtime.settings
-    client = ChainClient.connect(settings.chain_rpc_url, timeout_s=settings.chain_rpc_timeout_s)
-    chain_id = client.check_chain(settings.chain_id)
+def build(runtime: Runtime, chain: ChainSettings | None = None) -> Collaborators:
+    settings = runtime.settings
+    chain = chain or chain_settings()
+    client = ChainClient.connect(chain.rpc_url, timeout_s=chain.rpc_timeout_s)
+    chain_id = client.check_chain(chain.chain_id)
     journal = ActionJournal(runtime.pool.connection)
     locks = SignerLocks(
         redis_conn.client(settings, socket_timeout=5),
         chain_id=chain_id,
-        ttl_ms=settings.chain_signer_lock_ttl_ms,
-        wait_ms=settings.chain_signer_lock_wait_ms,
+        ttl_ms=chain.signer_lock_ttl_ms,
+        wait_ms=chain.signer_lock_wait_ms,
         prefix=signer_lock_prefix(settings.broker_namespace),
     )
-    overrides = {LOTTERY: settings.chain_lottery_address, BADGE: settings.chain_badge_address}
+    overrides = {LOTTERY: chain.lottery_address, BADGE: chain.badge_address}
 
     # Read per action (one indexed row), never cached for the life of the process: a
     # redeployment recorded by `fleet chain deploy` is used by the next action.
@@ -66,10 +67,10 @@ def build(runtime: Runtime) -> Collaborators:
             )
 
     return Collaborators(
-        sender=TxSender(client, locks, journal, TxPolicy.from_settings(settings)),
+        sender=TxSender(client, locks, journal, TxPolicy.from_settings(chain)),
         journal=journal,
         connect=runtime.pool.connection,
-        keyring=Keyring.from_settings(settings.chain_keks, settings.chain_kek_id),
+        keyring=Keyring.from_settings(chain.keks, chain.kek_id),
         chain_id=chain_id,
         contract_address=address_of,
         known_lottery=known_lottery,
@@ -105,6 +106,6 @@ def outages(runtime: Runtime) -> Outages:
                 _outages[key] = Outages(
                     redis_conn.client(settings, socket_timeout=5),
                     settings.broker_namespace,
-                    OutagePolicy.from_settings(settings),
+                    OutagePolicy.from_settings(chain_settings()),
                 )
     return _outages[key]

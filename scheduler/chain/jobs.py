@@ -3,7 +3,8 @@ two periodic functions the schedule table runs (`index`, `keep`).
 
 Collaborators are built on the first pass (never at import time) and kept per runtime; a node
 that does not answer, or contracts not deployed yet, make the pass a no-op that says so once
-and try again at the next tick.
+and try again at the next tick. Their settings are the process's (`ChainConfig.current()`:
+`CHAIN_*`, `INDEXER_*`, `KEEPER_*`) unless a caller (a test, a bench) passes its own.
 """
 
 from __future__ import annotations
@@ -19,19 +20,42 @@ from shared import redis_conn
 from shared.chain.abi import BADGE, LOTTERY
 from shared.chain.client import ChainClient
 from shared.chain.errors import ContractNotDeployed, RpcUnavailable
-from shared.chain.genesis import check_genesis
-from shared.chain.indexer import IndexerConfig, SyncResult, sync_once
 from shared.chain.journal import ActionJournal
-from shared.chain.keeper import KeeperDeps, KeeperResult, lock_ttl_ms, run_once
 from shared.chain.keys import Keyring
 from shared.chain.lock import SignerLocks, signer_lock_prefix
 from shared.chain.registry import contract_address, deployments
+from shared.chain.settings import ChainSettings, chain_settings
 from shared.chain.transactions import TxPolicy, TxSender
 from shared.chain.wallets import load_operator
 from shared.jobs import runs
 from shared.runtime import Runtime
 
+from ..settings import (
+    IndexerSettings,
+    KeeperSettings,
+    indexer_settings,
+    keeper_settings,
+    scheduler_settings,
+)
+from .genesis import check_genesis
+from .indexer import IndexerConfig, SyncResult, sync_once
+from .keeper import KeeperDeps, KeeperResult, lock_ttl_ms, run_once
+
 log = structlog.get_logger("jobfleet.scheduler.chain")
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    """The settings the chain jobs are built from."""
+
+    chain: ChainSettings
+    indexer: IndexerSettings
+    keeper: KeeperSettings
+
+    @classmethod
+    def current(cls) -> ChainConfig:
+        """The process's (read from the environment once)."""
+        return cls(chain_settings(), indexer_settings(), keeper_settings())
 
 
 @dataclass
@@ -39,44 +63,46 @@ class ChainJobs:
     indexer: IndexerConfig
     client: ChainClient
     keeper: KeeperDeps
+    config: ChainConfig
 
 
-def build(runtime: Runtime) -> ChainJobs:
-
+def build(runtime: Runtime, config: ChainConfig | None = None) -> ChainJobs:
     s = runtime.settings
-    client = ChainClient.connect(s.chain_rpc_url, timeout_s=s.chain_rpc_timeout_s)
-    chain_id = client.check_chain(s.chain_id)
+    config = config or ChainConfig.current()
+    chain, indexing, keeping = config.chain, config.indexer, config.keeper
+    client = ChainClient.connect(chain.rpc_url, timeout_s=chain.rpc_timeout_s)
+    chain_id = client.check_chain(chain.chain_id)
     with runtime.pool.connection() as conn:
         reset = check_genesis(conn, client, chain_id)
     if reset is not None and reset.archived:
         runtime.sender.gate.forget(reset.archived)  # the new chain's round 1 may be sent again
     with runtime.pool.connection() as conn:
-        lottery = contract_address(conn, chain_id, LOTTERY, override=s.chain_lottery_address)
-        badge = contract_address(conn, chain_id, BADGE, override=s.chain_badge_address)
+        lottery = contract_address(conn, chain_id, LOTTERY, override=chain.lottery_address)
+        badge = contract_address(conn, chain_id, BADGE, override=chain.badge_address)
         recorded = deployments(conn, chain_id).get(LOTTERY)
-    start = s.indexer_start_block
+    start = indexing.start_block
     if start is None:
         start = recorded.block_number if recorded and recorded.block_number is not None else 0
-    config = IndexerConfig(
+    indexer = IndexerConfig(
         chain_id=chain_id,
         lottery=lottery,
         badge=badge,
         start_block=start,
-        confirmations=s.indexer_confirmations,
-        window=s.indexer_window_blocks,
-        budget_s=s.indexer_tick_budget_s,
-        hash_depth=s.indexer_hash_depth,
+        confirmations=chain.confirmations,
+        window=indexing.window_blocks,
+        budget_s=indexing.tick_budget_s,
+        hash_depth=indexing.hash_depth,
     )
     redis_client = redis_conn.client(s, socket_timeout=2, socket_connect_timeout=2)
     journal = ActionJournal(runtime.pool.connection)
     locks = SignerLocks(
         redis_client,
         chain_id=chain_id,
-        ttl_ms=s.chain_signer_lock_ttl_ms,
-        wait_ms=s.chain_signer_lock_wait_ms,
+        ttl_ms=chain.signer_lock_ttl_ms,
+        wait_ms=chain.signer_lock_wait_ms,
         prefix=signer_lock_prefix(s.broker_namespace),
     )
-    keyring = Keyring.from_settings(s.chain_keks, s.chain_kek_id)
+    keyring = Keyring.from_settings(chain.keks, chain.kek_id)
 
     def operator() -> Any:
         with runtime.pool.connection() as conn:
@@ -85,16 +111,16 @@ def build(runtime: Runtime) -> ChainJobs:
     keeper = KeeperDeps(
         redis=redis_client,
         client=client,
-        sender=TxSender(client, locks, journal, TxPolicy.from_settings(s)),
+        sender=TxSender(client, locks, journal, TxPolicy.from_settings(chain)),
         journal=journal,
         connect=runtime.pool.connection,
         chain_id=chain_id,
         lottery=lottery,
         operator=operator,
-        lock_key=s.keeper_lock_key,
-        ttl_ms=lock_ttl_ms(s.keeper_interval_ms),
+        lock_key=keeping.lock_key,
+        ttl_ms=lock_ttl_ms(keeping.interval_ms),
     )
-    return ChainJobs(config, client, keeper)
+    return ChainJobs(indexer, client, keeper, config)
 
 
 _lock = threading.Lock()
@@ -105,14 +131,14 @@ _said: set[tuple[int, str]] = set()
 def _redeployed(runtime: Runtime, jobs: ChainJobs) -> bool:
     """Were other contracts recorded for this chain since the jobs were built (`fleet chain
     deploy` while the scheduler runs)? One indexed query per pass."""
-    s = runtime.settings
-    if s.chain_lottery_address and s.chain_badge_address:
+    chain = jobs.config.chain
+    if chain.lottery_address and chain.badge_address:
         return False
     with runtime.pool.connection() as conn:
         recorded = {name: d.address for name, d in deployments(conn, jobs.indexer.chain_id).items()}
     now = (
-        s.chain_lottery_address or recorded.get(LOTTERY, jobs.indexer.lottery),
-        s.chain_badge_address or recorded.get(BADGE, jobs.indexer.badge),
+        chain.lottery_address or recorded.get(LOTTERY, jobs.indexer.lottery),
+        chain.badge_address or recorded.get(BADGE, jobs.indexer.badge),
     )
     if (now[0].lower(), now[1].lower()) == (
         jobs.indexer.lottery.lower(),
@@ -123,7 +149,7 @@ def _redeployed(runtime: Runtime, jobs: ChainJobs) -> bool:
     return True
 
 
-def jobs_for(runtime: Runtime) -> ChainJobs | None:
+def jobs_for(runtime: Runtime, config: ChainConfig | None = None) -> ChainJobs | None:
     """This runtime's chain collaborators; None (said once) while the chain is not configured.
     Built again when `fleet chain deploy` recorded other contracts for the chain."""
     key = id(runtime)
@@ -132,7 +158,7 @@ def jobs_for(runtime: Runtime) -> ChainJobs | None:
             del _built[key]
         if key not in _built or _built[key][0] is not runtime:  # ids are reused after a close
             try:
-                _built[key] = (runtime, build(runtime))
+                _built[key] = (runtime, build(runtime, config))
             except (ContractNotDeployed, RpcUnavailable) as exc:
                 # Said once per cause: a fleet without a chain must not log every 3 s.
                 if (key, type(exc).__name__) not in _said:
@@ -148,8 +174,8 @@ def forget(runtime: Runtime) -> None:
 
 
 def index(runtime: Runtime, now: datetime) -> SyncResult | None:
-    """One indexer pass (every `indexer_interval_ms`)."""
-    if not runtime.settings.scheduler_chain_enabled:
+    """One indexer pass (every `INDEXER_INTERVAL_MS`)."""
+    if not scheduler_settings().chain_enabled:
         return None
     jobs = jobs_for(runtime)
     if jobs is None:
@@ -173,8 +199,8 @@ def index(runtime: Runtime, now: datetime) -> SyncResult | None:
 
 
 def keep(runtime: Runtime, now: datetime) -> KeeperResult | None:
-    """One keeper pass (every `keeper_interval_ms`)."""
-    if not runtime.settings.scheduler_chain_enabled:
+    """One keeper pass (every `KEEPER_INTERVAL_MS`)."""
+    if not scheduler_settings().chain_enabled:
         return None
     jobs = jobs_for(runtime)
     if jobs is None:

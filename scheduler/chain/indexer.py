@@ -28,9 +28,10 @@ from prometheus_client import Counter, Gauge
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from .client import ChainClient
-from .indexer_events import decode_all, topics
-from .indexer_projection import Rewound, apply, rewind
+from shared.chain.client import ChainClient
+
+from .events import decode_all, topics
+from .projection import Rewound, apply, rewind
 
 log = structlog.get_logger("jobfleet.chain.indexer")
 

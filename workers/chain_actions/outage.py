@@ -20,8 +20,9 @@ from typing import Any
 
 import structlog
 
-from ..errors import FleetError, PermanentError, RetryLater
-from ..outage import OutageWindow
+from shared.chain.settings import ChainSettings
+from shared.errors import FleetError, PermanentError, RetryLater
+from shared.outage import OutageWindow
 
 log = structlog.get_logger("jobfleet.chain.outage")
 
@@ -41,11 +42,11 @@ class OutagePolicy(OutageWindow):
     window_s: float = 3_600.0
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OutagePolicy:
+    def from_settings(cls, settings: ChainSettings) -> OutagePolicy:
         return cls(
-            min_s=settings.chain_outage_retry_min_s,
-            max_s=settings.chain_outage_retry_max_s,
-            window_s=settings.chain_outage_window_s,
+            min_s=settings.outage_retry_min_s,
+            max_s=settings.outage_retry_max_s,
+            window_s=settings.outage_window_s,
         )
 
 

@@ -15,11 +15,10 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from ..contracts import SYSTEM_ORG
-from ..jobs import catalog
-from ..jobs.spec import JobSpec
-from ..outbox import enqueue
-from .indexer_events import Event
+from shared.contracts import SYSTEM_ORG
+from workers.chain_actions import client as chain_actions
+
+from .events import Event
 
 #: Tables holding one row per projected log (rewound by block number).
 LOG_TABLES = (
@@ -82,8 +81,7 @@ def apply(session: Session, chain_id: int, events: Iterable[Event]) -> Applied:
                 p,
             )
             if new:
-                _follow_up(session, applied, chain_id, event, catalog.CHAIN_MINT_BADGE,
-                           {"round_id": event.round_id, "player": p["player"]})  # fmt: skip
+                _follow_up(session, applied, chain_id, event, chain_actions.MINT_BADGE, p["player"])
         elif event.name == "WinnerPicked":
             new = _insert(
                 session,
@@ -93,8 +91,9 @@ def apply(session: Session, chain_id: int, events: Iterable[Event]) -> Applied:
             )
             if new:
                 _close_round(session, p, "COMPLETED")
-                _follow_up(session, applied, chain_id, event, catalog.CHAIN_CLAIM_PRIZE,
-                           {"round_id": event.round_id, "winner": p["winner"]})  # fmt: skip
+                _follow_up(
+                    session, applied, chain_id, event, chain_actions.CLAIM_PRIZE, p["winner"]
+                )
         elif event.name == "RoundCancelled":
             payers = _payers(session, chain_id, event)
             p["payers"] = len(payers)
@@ -107,8 +106,7 @@ def apply(session: Session, chain_id: int, events: Iterable[Event]) -> Applied:
             if new:
                 _close_round(session, p, "CANCELLED")
                 for payer in payers:
-                    _follow_up(session, applied, chain_id, event, catalog.CHAIN_CLAIM_REFUND,
-                               {"round_id": event.round_id, "payer": payer})  # fmt: skip
+                    _follow_up(session, applied, chain_id, event, chain_actions.CLAIM_REFUND, payer)
         else:  # BadgeMinted
             new = _insert(
                 session,
@@ -154,21 +152,21 @@ def _enqueued(session: Session, chain_id: int, job_id: str) -> bool:
 
 
 def _follow_up(
-    session: Session,
-    applied: Applied,
-    chain_id: int,
-    event: Event,
-    spec: JobSpec[Any],
-    args: dict[str, Any],
+    session: Session, applied: Applied, chain_id: int, event: Event, kind: str, address: str
 ) -> None:
     # Scoped by chain and lottery: a redeployed lottery's round 1 is not the old one's.
-    scope = {"chain_id": chain_id, "contract": event.log.contract}
-    payload = spec.build({"org_id": SYSTEM_ORG, **scope, **args})
-    job_id = spec.job_id(payload)
+    request = chain_actions.action(
+        kind,
+        chain_id=chain_id,
+        contract=event.log.contract,
+        round_id=event.round_id,
+        address=address,
+    )
+    job_id = request.job_id
     outbox_id = None
     # A second purchase by the same player asks for the same badge: one job.
     if not _enqueued(session, chain_id, job_id):
-        outbox_id = enqueue(session, spec, payload, event_type=f"indexer:{event.name}").id
+        outbox_id = chain_actions.stage(session, request, event_type=f"indexer:{event.name}")
         applied.actions.append(job_id)
     session.execute(
         text(
@@ -180,7 +178,7 @@ def _follow_up(
         ),
         {
             "chain_id": chain_id,
-            "job_name": spec.name,
+            "job_name": request.job_name,
             "job_id": job_id,
             "outbox_id": outbox_id,
             "tx_hash": event.log.tx_hash,

@@ -1,27 +1,37 @@
-"""The demo's lottery round (`fleet demo`): players buy tickets, the round ends, and the fleet
-does the rest on its own: the scheduler's keeper requests the draw, its indexer projects the
-logs and stages the badges and the prize claim through the outbox, and the chain-actions worker
-sends them.
+"""The demo's lottery round (`fleet demo`; the scheduler's `Domain.demo`): players buy tickets,
+the round ends, and the fleet does the rest on its own: the scheduler's keeper requests the
+draw, its indexer projects the logs and stages the badges and the prize claim through the
+outbox, and the chain-actions worker sends them.
 
 Players are anvil's public development accounts and the round is ended by moving the node's
 clock (`evm_increaseTime`); their wallets are stored as custodial ones (keys sealed under the
 fleet's KEK, the launcher's dev KEK under `var/chain/` when none is configured) so that the
-worker can claim the prize for the winner. Dev accounts and time travel exist on a development node only, so the scenario runs against
-chain id 31337 (the `make run` anvil) and is skipped elsewhere.
+worker can claim the prize for the winner. Dev accounts and time travel exist on a development
+node only, so the scenario runs against chain id 31337 (the `make run` anvil) and is skipped
+elsewhere.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+from shared.chain.settings import chain_settings
+from shared.cli.scenario import Scenario
 from shared.runtime import Runtime
 
-from .demo_workload import Scenario
+from ..settings import keeper_settings
 
 DEV_CHAIN_ID = 31337
+
+
+def scenario(org: uuid.UUID, *, small: bool) -> Scenario:
+    """One round of three players (the same in a `--small` run: a round is already light).
+    The lottery belongs to no tenant: `org` is not used."""
+    return Lottery()
 
 
 class Lottery(Scenario):
@@ -47,12 +57,12 @@ class Lottery(Scenario):
         from shared.chain.errors import ContractNotDeployed
         from shared.chain.registry import contract_address
 
-        s = rt.settings
+        s = chain_settings()
         try:
-            self._client = ChainClient.connect(s.chain_rpc_url, timeout_s=5)
+            self._client = ChainClient.connect(s.rpc_url, timeout_s=5)
             chain_id = self._client.chain_id()
         except Exception as exc:
-            return f"no EVM node answers at CHAIN_RPC_URL={s.chain_rpc_url} ({type(exc).__name__})"
+            return f"no EVM node answers at CHAIN_RPC_URL={s.rpc_url} ({type(exc).__name__})"
         if chain_id != DEV_CHAIN_ID:
             return (
                 f"chain {chain_id} is not a development node (players and time travel need anvil)"
@@ -60,8 +70,8 @@ class Lottery(Scenario):
         try:
             with rt.pool.connection() as conn:
                 for name, override in (
-                    (LOTTERY, s.chain_lottery_address),
-                    (BADGE, s.chain_badge_address),
+                    (LOTTERY, s.lottery_address),
+                    (BADGE, s.badge_address),
                 ):
                     self._contracts[name] = contract_address(
                         conn, chain_id, name, override=override
@@ -81,7 +91,7 @@ class Lottery(Scenario):
         if self.skipped:
             return
         # A round left expired by an earlier run is closed by the keeper first: wait for it.
-        deadline = time.monotonic() + 3 * rt.settings.keeper_interval_ms / 1000 + 10
+        deadline = time.monotonic() + 3 * keeper_settings().interval_ms / 1000 + 10
         while True:
             round_id = int(self._call(LOTTERY, "currentRoundId")[0])
             end_time = int(self._call(LOTTERY, "getRound", round_id)[0][1])
@@ -114,7 +124,8 @@ class Lottery(Scenario):
         from shared.chain.keys import Keyring
         from shared.chain.wallets import store_wallet
 
-        keks, kek_id = dict(rt.settings.chain_keks), rt.settings.chain_kek_id
+        chain = chain_settings()
+        keks, kek_id = dict(chain.keks), chain.kek_id
         if not keks:  # a `fleet demo` shell of `make run`: the launcher's dev KEK, if it made one
             from pydantic import SecretStr
 

@@ -1,5 +1,5 @@
-"""The EVM node for `make run`: `CHAIN_RPC_URL` when it answers, else anvil (npm
-`@foundry-rs/anvil`) with the reference contracts deployed.
+"""The EVM node for `make run` (the domain's `Domain.services` hook, `start`): `CHAIN_RPC_URL`
+when it answers, else anvil (npm `@foundry-rs/anvil`) with the reference contracts deployed.
 
 An embedded anvil keeps its chain in `var/chain/anvil-state.json` (`--state`), so a restart
 finds its blocks, contracts and rounds where they were, as Postgres keeps what was derived from
@@ -18,16 +18,36 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .. import LaunchError
-from . import Service
+from shared.launcher import LaunchError
+from shared.launcher.embedded import Service
+
+
+def start(var: Path, env: dict[str, str], say: Callable[[str], None]) -> Service:
+    """Resolve the node (configured or embedded), give the fleet's processes what they need to
+    use it (`CHAIN_RPC_URL`, and the dev KEK when `CHAIN_KEKS` is not set) in `env`, and deploy
+    the reference contracts on an embedded one. The launcher stops the service at exit."""
+    from shared.chain.settings import chain_settings
+
+    configured = env.get("CHAIN_RPC_URL") or chain_settings().rpc_url
+    env.update(dev_keys(var, env))
+    node = resolve(configured, var, env=env)
+    env["CHAIN_RPC_URL"] = node.url
+    if node.embedded:
+        try:
+            say(f"reference contracts deployed: {deploy(env, var / 'log' / 'deploy.log')}")
+        except BaseException:
+            node.stop()
+            raise
+    return node
 
 
 def answers(url: str) -> bool:
     try:
-        from ...chain.client import ChainClient
+        from shared.chain.client import ChainClient
 
         ChainClient.connect(url, timeout_s=1).chain_id()
         return True
@@ -41,7 +61,7 @@ def dev_keys(var_dir: Path, env: dict[str, str]) -> dict[str, str]:
         return {}
     path = var_dir / "chain" / "kek.json"
     if not path.exists():
-        from ...chain.keys import new_kek
+        from shared.chain.keys import new_kek
 
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -60,7 +80,7 @@ def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
     parts = urlsplit(url)
     if parts.hostname not in ("127.0.0.1", "localhost"):
         raise LaunchError(f"EVM node {url} does not answer (CHAIN_RPC_URL)")
-    from ...chain.devnet import start_anvil
+    from shared.chain.devnet import start_anvil
 
     try:
         # A block every second, as a real chain makes them: with anvil's default (a block per
