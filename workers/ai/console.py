@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
-from shared.console.plugins import Panel, org_scope, present, rows
+from shared.console.plugins import Panel, present
 from shared.runtime import Runtime
+
+from .usage import OrgDayCost, cost_by_org_day
 
 NAME = "ai"
 TEMPLATES = Path(__file__).parent / "templates" / "console"
@@ -24,13 +25,6 @@ def tenant_panel(runtime: Runtime, orgs: Sequence[UUID]) -> Panel:
 
 def cost_per_day(
     runtime: Runtime, *, orgs: Sequence[UUID] = (), days: int = DAYS
-) -> list[dict[str, Any]]:
-    scope, params = org_scope(orgs)
-    return rows(
-        runtime,
-        "SELECT day, org_id, sum(requests) AS requests, sum(tokens_in) AS tokens_in,"
-        " sum(tokens_out) AS tokens_out, sum(cost) AS cost, string_agg(DISTINCT model, ', ') AS models"
-        " FROM ai_usage WHERE day >= current_date - %s"
-        f"{scope} GROUP BY day, org_id ORDER BY day DESC, cost DESC LIMIT 500",
-        [days, *params],
-    )
+) -> list[OrgDayCost]:
+    with runtime.pool.connection() as conn:
+        return cost_by_org_day(conn, orgs=orgs, days=days)
