@@ -8,7 +8,7 @@ time of a 100-page document through 2 worker processes.
 - OCR pages/s: the same on a scanned PDF (each page an image of text, no text layer):
   render at DOC_OCR_DPI (300) + Tesseract fra+eng; one page at a time, then 2 at a time
   (2 cores).
-- end to end: `dramatiq workers.doc --processes 2 --threads T`; upload (storage + rows), send
+- end to end: `dramatiq workers.doc.app --processes 2 --threads T`; upload (storage + rows), send
   doc:ingest, and wait until the document is READY: ingest, N doc:ocr jobs (tracked, with the
   fan-in count), extract_structured and index_search. Seconds from send to READY; medians.
 Runs in its own database and broker namespace (bench/sandbox.py), dropped at the end.
@@ -29,13 +29,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-# This process imports the doc worker's modules (its package boots logging on import): quiet.
+# This process (its runtime, the doc modules it runs) logs warnings only; the worker its own.
 os.environ["LOG_LEVEL"] = "WARNING"
 
 import psycopg  # noqa: E402
 
 from bench.sandbox import Sandbox  # noqa: E402
 from shared.config import Settings  # noqa: E402
+from workers.doc.settings import DocSettings  # noqa: E402
 
 ORG = uuid.UUID("6be2c4a0-0000-4000-8000-00000000d0c1")
 PAGE = (
@@ -74,15 +75,13 @@ def scanned_pdf(pages: int) -> bytes:
     return bytes(pdf.output())
 
 
-def pages_per_second(data: bytes, settings: Settings, parallel: int) -> tuple[float, str]:
+def pages_per_second(data: bytes, settings: DocSettings, parallel: int) -> tuple[float, str]:
     from workers.doc.ocr import Tesseract
     from workers.doc.pages import extract_page
     from workers.doc.pdf import inspect
     from workers.doc.wiring import DocServices
 
-    tesseract = Tesseract(
-        settings.doc_tesseract_cmd, settings.doc_ocr_languages, settings.doc_ocr_timeout_s
-    )
+    tesseract = Tesseract(settings.tesseract_cmd, settings.ocr_languages, settings.ocr_timeout_s)
     services = DocServices(
         settings=settings,
         pool=None,  # type: ignore[arg-type]
@@ -159,16 +158,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, default=4, help="threads per worker process")
     args = parser.parse_args()
-    base = Settings()
+    base, doc = Settings(), DocSettings()
     digital = text_pdf(args.pages)
     scanned = scanned_pdf(args.ocr_pages)
 
-    rates = [pages_per_second(digital, base, 1)[0] for _ in range(args.repeat)]
+    rates = [pages_per_second(digital, doc, 1)[0] for _ in range(args.repeat)]
     print(f"born-digital pages/s (1 thread, {args.pages} pages): {statistics.median(rates):,.0f}")
-    ocr1, method = pages_per_second(scanned, base, 1)
-    ocr2, _ = pages_per_second(scanned, base, 2)
+    ocr1, method = pages_per_second(scanned, doc, 1)
+    ocr2, _ = pages_per_second(scanned, doc, 2)
     print(
-        f"OCR pages/s ({method}, {base.doc_ocr_dpi} dpi, {args.ocr_pages} pages): {ocr1:.2f} one at a time, {ocr2:.2f} two at a time"
+        f"OCR pages/s ({method}, {doc.ocr_dpi} dpi, {args.ocr_pages} pages): {ocr1:.2f} one at a time, {ocr2:.2f} two at a time"
     )
 
     sandbox = Sandbox(base)
@@ -181,7 +180,7 @@ def main() -> None:
         log_path = logs / "worker.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "dramatiq", "workers.doc", "--processes", "2",
+                [sys.executable, "-m", "dramatiq", "workers.doc.app", "--processes", "2",
                  "--threads", str(args.threads), "--skip-logging"],
                 cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip

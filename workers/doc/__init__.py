@@ -1,12 +1,6 @@
-"""The doc worker: `dramatiq workers.doc` (`make run-worker-doc`), booted by `app.py`.
+"""The doc domain: PDF ingestion, page text (text layer or OCR), extraction and search.
 
-Importing this package boots nothing, so that a producer can import `workers.doc.client`
-without a broker, logging set-up or runtime (DESIGN §1). Only when Dramatiq's CLI names this
-package as its broker module (`dramatiq workers.doc`, as the launcher and compose do) does it
-load `app.py`, the worker process.
+`app.py` is the worker process (`dramatiq workers.doc.app`, `make run-worker-doc`), the only
+module that boots anything; importing this package or `workers.doc.client` (the producer API)
+boots nothing (DESIGN §1). `registration.py` declares the domain to the kernel.
 """
-
-import sys
-
-if "dramatiq.cli" in sys.modules and __name__ in sys.argv[1:]:
-    from .app import broker  # noqa: F401

@@ -1,4 +1,4 @@
-"""The doc worker process: `dramatiq workers.doc.app` (or `dramatiq workers.doc`).
+"""The doc worker process: `dramatiq workers.doc.app`.
 
 The only module of the domain that boots anything: the worker's broker (installed globally, with
 its runtime and logging), then the actors bound to it. Importing `workers.doc.client` (a

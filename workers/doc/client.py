@@ -7,7 +7,8 @@ caller's transaction; search and read documents.
         doc = ingest_document(session, storage, org_id=org, filename="invoice.pdf", data=pdf)
 
 The upload is checked before anything is written (`PayloadError` naming the field): a PDF
-(`%PDF-` header), not empty, at most `DOC_MAX_BYTES`, a known extraction schema. The bytes go to
+(`%PDF-` header), not empty, at most `max_bytes` (a product passes `doc_settings().max_bytes`,
+`DOC_MAX_BYTES`, the worker's own limit), a known extraction schema. The bytes go to
 object storage first (the worker must find them), then the `file_objects` and `documents` rows
 (ids generated here) and the job go into the caller's transaction. A rolled-back transaction
 leaves the stored object without rows (its key is under the document's own prefix).
@@ -30,6 +31,7 @@ from shared.errors import PayloadError
 from shared.jobs import catalog
 
 from .extract import SCHEMA_NAMES
+from .settings import DocSettings, doc_settings
 
 if TYPE_CHECKING:
     import psycopg
@@ -158,8 +160,10 @@ def document_status(document_id: UUID, org_id: UUID) -> dict[str, Any] | None:
 
 __all__ = [
     "SCHEMA_NAMES",
+    "DocSettings",
     "IngestRequest",
     "check_upload",
+    "doc_settings",
     "document_status",
     "ingest_document",
     "search_documents",

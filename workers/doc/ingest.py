@@ -44,17 +44,17 @@ def ingest(payload: DocIngestV1, job: JobContext, services: DocServices) -> dict
         if doc.status in ("FINALIZING", "READY"):
             return {"document_id": str(doc.id), "pages": doc.pages_total, "status": doc.status}
         try:
-            if file_row.size_bytes > settings.doc_max_bytes:
+            if file_row.size_bytes > settings.max_bytes:
                 raise pdf.BadDocument(
                     f"the file is {file_row.size_bytes} bytes, over the limit of "
-                    f"{settings.doc_max_bytes}",
+                    f"{settings.max_bytes}",
                     code="TOO_LARGE",
                 )
             data = services.files.get(services.storage, file_row)
             info = pdf.inspect(data)
-            if info.pages > settings.doc_max_pages:
+            if info.pages > settings.max_pages:
                 raise pdf.BadDocument(
-                    f"the PDF has {info.pages} pages, over the limit of {settings.doc_max_pages}",
+                    f"the PDF has {info.pages} pages, over the limit of {settings.max_pages}",
                     code="TOO_MANY_PAGES",
                 )
         except PermanentError as exc:

@@ -1,6 +1,6 @@
 """`doc:ocr`: the text of one page, from its text layer or by OCR, and the fan-in.
 
-A page with a text layer (at least `doc_text_min_chars` characters) is extracted as is
+A page with a text layer (at least `DOC_TEXT_MIN_CHARS` characters) is extracted as is
 (confidence 1.0); a scanned page is rendered and read by Tesseract. A failed attempt leaves the
 page PENDING and the job is retried alone; the last attempt (or a permanent error) records the
 page FAILED. Either way the page is counted once, and the call that counts the last page sends
@@ -29,10 +29,10 @@ def extract_page(data: bytes, page: int, services: DocServices) -> store.PageOut
     settings = services.settings
     started = time.monotonic()
     text = pdf.page_text(data, page)
-    if len(text) >= settings.doc_text_min_chars:
+    if len(text) >= settings.text_min_chars:
         method, confidence = "text-layer", 1.0
     else:
-        image = pdf.render_png(data, page, settings.doc_ocr_dpi)
+        image = pdf.render_png(data, page, settings.ocr_dpi)
         result = services.recognize(image)
         method, text, confidence = "ocr", pdf.normalize(result.text), result.confidence
     return store.PageOutcome(

@@ -5,11 +5,12 @@ from shared.domains import Command, Domain, Process
 DOMAIN = Domain(
     name="doc",
     order=40,
-    settings=(),
+    settings=("workers.doc.settings:DocSettings",),
     commands=(
         Command("doc", "workers.doc.cli:app", "Documents: ingest PDFs, status, full-text search."),
     ),
     processes=(Process("worker-doc", "workers.doc.app"),),
-    demo=("shared.cli.demo_documents:Documents",),
+    demo=("workers.doc.demo:scenario",),
+    migrations="workers.doc.migrations",
     retries={"doc": {"max_attempts": 5, "min_backoff_ms": 3_000}},
 )

@@ -40,7 +40,7 @@ def extract_structured(
         conn.commit()
     lang = language.majority(lang for _, _, lang in pages)
     result = extract([(page, text) for page, text, _ in pages], schema, lang)
-    if services.settings.doc_ai_extract:
+    if services.settings.ai_extract:
         result["ai"] = request_ai(payload, result["schema"], pages, services)
     with services.pool.connection() as conn:
         conn.execute("SET LOCAL synchronous_commit TO on")
@@ -87,7 +87,7 @@ def request_ai(
 ) -> dict[str, Any]:
     """Send `ai:run` for this extraction (the AI task id is derived, so a retry sends nothing)."""
     task_id = uuid.uuid5(AI_TASK_NAMESPACE, f"{payload.entity_id}:{schema}")
-    text = "\n\f\n".join(text for _, text, _ in pages)[: services.settings.doc_ai_max_chars]
+    text = "\n\f\n".join(text for _, text, _ in pages)[: services.settings.ai_max_chars]
     sent = services.send_job(
         catalog.AI_RUN,
         AiRunV1(

@@ -1,5 +1,6 @@
 """The composition root of the doc domain: the collaborators its functions take, built once per
-process on first use (never at import time); tests install their own with `set_services`."""
+process on first use (never at import time); tests install their own with `set_services`.
+`DocServices.settings` are the domain's (`DocSettings`); the kernel's stay on the runtime."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from shared.runtime import Runtime, get_runtime
 
 from .ocr import OcrResult, Tesseract
+from .settings import DocSettings, doc_settings
 from .source import FileCache
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-    from shared.config import Settings
     from shared.jobs.send import SendResult
     from shared.jobs.spec import JobSpec
     from shared.storage import StorageBackend
@@ -28,7 +29,7 @@ SendJob = Callable[["JobSpec[Any]", Any], "SendResult"]
 
 @dataclass
 class DocServices:
-    settings: Settings
+    settings: DocSettings
     pool: ConnectionPool
     storage: StorageBackend
     send_job: SendJob
@@ -37,13 +38,14 @@ class DocServices:
     files: FileCache = field(default_factory=FileCache)
 
 
-def build_services(runtime: Runtime, **overrides: Any) -> DocServices:
+def build_services(
+    runtime: Runtime, settings: DocSettings | None = None, **overrides: Any
+) -> DocServices:
+    """The services of `runtime` with the doc settings (default: the process's)."""
     from shared.storage import build_storage
 
-    settings = runtime.settings
-    tesseract = Tesseract(
-        settings.doc_tesseract_cmd, settings.doc_ocr_languages, settings.doc_ocr_timeout_s
-    )
+    settings = settings or doc_settings()
+    tesseract = Tesseract(settings.tesseract_cmd, settings.ocr_languages, settings.ocr_timeout_s)
 
     def send_job(spec: JobSpec[Any], payload: Any) -> SendResult:
         return runtime.sender.send(spec, payload)
@@ -51,7 +53,7 @@ def build_services(runtime: Runtime, **overrides: Any) -> DocServices:
     parts: dict[str, Any] = {
         "settings": settings,
         "pool": runtime.pool,
-        "storage": build_storage(settings),
+        "storage": build_storage(runtime.settings),
         "send_job": send_job,
         "recognize": tesseract.recognize,
     }

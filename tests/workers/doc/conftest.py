@@ -16,6 +16,7 @@ from shared.runtime import Runtime
 from tests.support.inprocess import InProcessWorker, started_workers
 from tests.support.wait import wait_for
 from workers.doc import actors
+from workers.doc.settings import DocSettings, doc_settings
 from workers.doc.source import Upload, upload
 from workers.doc.wiring import DocServices, build_services, set_services
 
@@ -23,24 +24,29 @@ from workers.doc.wiring import DocServices, build_services, set_services
 DOC_RETRY = RetryPolicy(max_attempts=3, min_backoff_ms=100, max_backoff_ms=400)
 
 
-def doc_settings(settings: Settings, storage_root: Path, **extra: Any) -> Settings:
+def worker_settings(settings: Settings, storage_root: Path, **extra: Any) -> Settings:
+    """The kernel's settings of a test doc worker: the doc retry policy shrunk, local storage."""
     return settings.model_copy(
         update={
             "retries": {**settings.retries, "doc": DOC_RETRY},
             "storage_backend": "local",
             "storage_local_root": str(storage_root),
-            "doc_ocr_dpi": 200,
             **extra,
         }
     )
 
 
+def worker_doc_settings(**extra: Any) -> DocSettings:
+    """The doc settings of a test worker: pages rendered at 200 dpi for OCR (`extra`: fields)."""
+    return doc_settings().model_copy(update={"ocr_dpi": 200, **extra})
+
+
 class DocWorker(InProcessWorker):
     """An in-process doc worker (fleet middleware, real Redis and Postgres) on queue `doc`."""
 
-    def __init__(self, settings: Settings, **overrides: Any) -> None:
+    def __init__(self, settings: Settings, doc: DocSettings, **overrides: Any) -> None:
         super().__init__(settings, service="test-doc", bind=actors.bind, queues={"doc"})
-        self.services: DocServices = build_services(self.runtime, **overrides)
+        self.services: DocServices = build_services(self.runtime, doc, **overrides)
 
     # -- what a test does with it ---------------------------------------------------------
 
@@ -121,16 +127,20 @@ def settled_runs(
 def make_doc_worker(
     runtime: Runtime, settings: Settings, tmp_path: Path
 ) -> Iterator[Callable[..., DocWorker]]:
-    """Start a doc worker with settings overrides (`settings=`) and service overrides."""
+    """Start a doc worker with kernel settings overrides (`settings_extra`), doc settings
+    overrides (`doc=`) and service overrides."""
     with started_workers(
         install=lambda worker: set_services(worker.services), uninstall=lambda: set_services(None)
     ) as start:
 
-        def make(settings_extra: dict[str, Any] | None = None, **overrides: Any) -> DocWorker:
-            extra = settings_extra or {}
-            return start(
-                DocWorker(doc_settings(settings, tmp_path / "storage", **extra), **overrides)
-            )
+        def make(
+            settings_extra: dict[str, Any] | None = None,
+            *,
+            doc: dict[str, Any] | None = None,
+            **overrides: Any,
+        ) -> DocWorker:
+            kernel = worker_settings(settings, tmp_path / "storage", **(settings_extra or {}))
+            return start(DocWorker(kernel, worker_doc_settings(**(doc or {})), **overrides))
 
         yield make
 

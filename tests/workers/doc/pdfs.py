@@ -6,7 +6,7 @@ from fpdf import FPDF
 from fpdf.enums import EncryptionMethod
 
 # The demo's sample documents, re-exported for the tests (one generator for both).
-from shared.cli.demo_documents import scanned_pdf, text_pdf
+from workers.doc.demo import scanned_pdf, text_pdf
 
 __all__ = ["scanned_pdf", "text_pdf"]
 

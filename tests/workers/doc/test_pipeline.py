@@ -111,7 +111,7 @@ def test_scanned_page_is_read_by_tesseract(
 def test_ai_extractor_is_requested_through_ai_run_when_configured(
     make_doc_worker: Callable[..., DocWorker], db: psycopg.Connection[Any], org: uuid.UUID
 ) -> None:
-    worker = make_doc_worker({"doc_ai_extract": True})
+    worker = make_doc_worker(doc={"ai_extract": True})
     up = worker.upload(text_pdf([INVOICE_EN]), org=org, schema="invoice")
     worker.ingest(up, org)
 

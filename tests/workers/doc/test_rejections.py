@@ -23,12 +23,12 @@ CASES: dict[str, tuple[Callable[[], bytes], dict[str, Any], str]] = {
     "not-a-pdf": (lambda: NOT_A_PDF, {}, "not a PDF"),
     "over-page-limit": (
         lambda: text_pdf(["page"] * 6),
-        {"doc_max_pages": 5},
+        {"max_pages": 5},
         "6 pages, over the limit of 5",
     ),
     "over-size-limit": (
         lambda: text_pdf(["big page " * 400]),
-        {"doc_max_bytes": 1_000},
+        {"max_bytes": 1_000},
         "over the limit of 1000",
     ),
 }
@@ -49,7 +49,7 @@ def test_rejected_file_fails_the_document_at_once_with_the_reason(
     org: uuid.UUID,
 ) -> None:
     make_data, limits, reason = CASES[case]
-    worker = make_doc_worker(limits)
+    worker = make_doc_worker(doc=limits)
     up = worker.upload(make_data(), org=org)
     worker.ingest(up, org)
 

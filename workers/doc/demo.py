@@ -1,18 +1,21 @@
-"""The demo's documents (`fleet demo`): a born-digital invoice and a scanned one, generated
-here (fpdf2, pypdfium2: the doc extra), stored and recorded as the product API's upload does
-(`file_objects` + `documents`), then handed to `doc:ingest`."""
+"""The doc step of `fleet demo` (registered as `workers.doc.demo:scenario`): a born-digital
+invoice and a scanned one, generated here (fpdf2, pypdfium2: the doc extra), uploaded through
+the client as the product API does (object storage, `file_objects` + `documents`, `doc:ingest`).
+
+`text_pdf` and `scanned_pdf` also make the doc tests' documents (tests/workers/doc/pdfs.py).
+"""
 
 from __future__ import annotations
 
 import io
 import shutil
-import uuid
 from uuid import UUID
 
-from shared.jobs import catalog
+from shared.cli.scenario import Scenario
 from shared.runtime import Runtime
 
-from .demo_workload import Scenario
+from .client import ingest_document
+from .settings import doc_settings
 
 INVOICE = """Northwind Trading Ltd
 Invoice Number: INV-7731
@@ -67,39 +70,30 @@ class Documents(Scenario):
 
     def start(self, rt: Runtime) -> None:
         files = {"invoice-born-digital.pdf": text_pdf([INVOICE])}
-        if shutil.which(rt.settings.doc_tesseract_cmd):
+        tesseract = doc_settings().tesseract_cmd
+        if shutil.which(tesseract):
             files["invoice-scanned.pdf"] = scanned_pdf(SCAN)
         else:
             self.notes.append(
-                f"scanned document skipped: {rt.settings.doc_tesseract_cmd} not found "
+                f"scanned document skipped: {tesseract} not found "
                 "(workers/doc/install_tesseract.sh installs it)"
             )
         for name, data in files.items():
             self.documents[name] = self._upload(rt, name, data)
 
     def _upload(self, rt: Runtime, filename: str, data: bytes) -> UUID:
-        from shared.storage.backend import object_key
-        from shared.storage.factory import build_storage
+        from shared.storage import build_storage
 
-        document_id, file_id = uuid.uuid4(), uuid.uuid4()
-        key = object_key(self.org, "documents", document_id, filename)
-        stored = build_storage(rt.settings).put(key, data, "application/pdf")
-        with rt.pool.connection() as conn, conn.transaction():
-            conn.execute(
-                "INSERT INTO file_objects (id, org_id, provider, bucket, key, content_type,"
-                " size_bytes, sha256) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (file_id, self.org, stored.provider, stored.bucket, stored.key,
-                 stored.content_type, stored.size_bytes, stored.sha256),
-            )  # fmt: skip
-            conn.execute(
-                "INSERT INTO documents (id, org_id, file_object_id, filename, schema_name)"
-                " VALUES (%s, %s, %s, %s, 'auto')",
-                (document_id, self.org, file_id, filename),
-            )
-        catalog.DOC_INGEST.send(
-            {"org_id": self.org, "entity_id": document_id, "file_object_id": file_id}
-        )
-        return document_id
+        with rt.sessions() as session, session.begin():
+            done = ingest_document(
+                session,
+                build_storage(rt.settings),
+                org_id=self.org,
+                filename=filename,
+                data=data,
+                max_bytes=doc_settings().max_bytes,
+            )  # through the outbox: `doc:ingest` goes out once the rows are committed
+        return done.document_id
 
     def pending(self, rt: Runtime) -> bool:
         with rt.pool.connection() as conn:
@@ -118,3 +112,11 @@ class Documents(Scenario):
         lines = [f"document {name}: {status}" for name, status in rows]
         lines.append(f'search: `fleet doc search "invoice" --org {self.org}` (or "facture")')
         return lines + self.notes
+
+
+def scenario(org: UUID, *, small: bool) -> Scenario:
+    """The same two documents for `fleet demo` and `fleet demo --small`."""
+    return Documents(org)
+
+
+__all__ = ["Documents", "scanned_pdf", "scenario", "text_pdf"]
