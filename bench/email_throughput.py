@@ -11,7 +11,7 @@ to a bare aiosmtplib loop against the same server in the same run.
 - bare: N pre-built messages sent with `aiosmtplib.send` (one connection per message),
   `--threads` at a time on one event loop; also one at a time for reference; and
   bare_pooled: over P x T persistent connections (what the server can take at best).
-- worker: `dramatiq workers.email --processes P --threads T` (each process with its SMTP
+- worker: `dramatiq workers.email.app --processes P --threads T` (each process with its SMTP
   connection pool, SMTP_POOL_SIZE = T); N `email:send` jobs sent through the kernel
   (validation, dedup, run tracking) for rows the worker creates from the payload; each is
   rendered (Jinja2, text + HTML), claimed SENDING and recorded SENT durably.
@@ -45,6 +45,7 @@ import psycopg  # noqa: E402
 
 from bench.sandbox import Sandbox  # noqa: E402
 from shared.config import Settings  # noqa: E402
+from workers.email.settings import EmailSettings  # noqa: E402
 
 ORG = uuid.UUID("6be2c4a0-0000-4000-8000-00000000e4a1")
 
@@ -67,17 +68,17 @@ def wait_log(path: Path, needle: str, proc: subprocess.Popen[bytes], timeout: fl
         time.sleep(0.05)
 
 
-def build_messages(n: int, settings: Settings) -> list[Any]:
+def build_messages(n: int, settings: EmailSettings) -> list[Any]:
     from workers.email.message import build_message, message_id_for
     from workers.email.templates import Templates
 
-    templates = Templates(product_name=settings.email_product_name)
+    templates = Templates(product_name=settings.product_name)
     out = []
     for i in range(n):
         rendered = templates.render("otp-code", "en", {"CODE": f"{i:06d}", "EXPIRES_MINUTES": "10"})
         msg, _ = build_message(
             rendered, message_id=message_id_for(f"bare-{uuid.uuid4()}", "bench.jobfleet"),
-            from_header=settings.email_from, to=f"user{i}@example.com", date=datetime.now(UTC), lang="en",
+            from_header=settings.from_header, to=f"user{i}@example.com", date=datetime.now(UTC), lang="en",
         )  # fmt: skip
         out.append(msg)
     return out
@@ -200,7 +201,7 @@ def main() -> None:
             wait_log(sink_log, "smtp sink on", sink)
         worker_log = tmp / "worker.log"
         worker = subprocess.Popen(
-            [sys.executable, "-m", "dramatiq", "workers.email", "--processes", str(args.processes),
+            [sys.executable, "-m", "dramatiq", "workers.email.app", "--processes", str(args.processes),
              "--threads", str(args.threads), "--skip-logging"],
             cwd=REPO, env=env, stdout=open(worker_log, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
         )  # fmt: skip
@@ -215,7 +216,7 @@ def main() -> None:
             "worker": [],
         }
         for rep in range(args.repeat):
-            messages = build_messages(args.n, sandbox.settings)
+            messages = build_messages(args.n, EmailSettings())
             order = ["worker", "bare"] if rep % 2 else ["bare", "worker"]
             for system in order:
                 if system == "bare":

@@ -1,12 +1,6 @@
-"""The email worker: `dramatiq workers.email` (`make run-worker-email`), booted by `app.py`.
+"""The email domain: templated emails over SMTP, sequences, and the feedback loop.
 
-Importing this package boots nothing, so that a producer can import `workers.email.client`
-without a broker, logging set-up or runtime (DESIGN §1). Only when Dramatiq's CLI names this
-package as its broker module (`dramatiq workers.email`, as the launcher and compose do) does it
-load `app.py`, the worker process.
+`app.py` is the worker process (`dramatiq workers.email.app`, `make run-worker-email`), the only
+module that boots anything; importing this package or `workers.email.client` (the producer API)
+boots nothing (DESIGN §1). `registration.py` declares the domain to the kernel.
 """
-
-import sys
-
-if "dramatiq.cli" in sys.modules and __name__ in sys.argv[1:]:
-    from .app import broker  # noqa: F401

@@ -24,9 +24,7 @@ def handle_send(payload: EmailSendV1, job: JobContext) -> dict[str, Any]:
 
 def handle_run_due(payload: EmailSeqRunDueV1, job: JobContext) -> dict[str, Any]:
     m = get_mailer()
-    stats = run_due(
-        m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.email_run_due_batch
-    )
+    stats = run_due(m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.run_due_batch)
     return asdict(stats)
 
 

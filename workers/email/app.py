@@ -1,4 +1,4 @@
-"""The email worker process: `dramatiq workers.email.app` (or `dramatiq workers.email`).
+"""The email worker process: `dramatiq workers.email.app`.
 
 The only module of the domain that boots anything: the worker's broker (installed globally, with
 its runtime and logging), then the actors bound to it. Importing `workers.email.client` (a

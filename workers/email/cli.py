@@ -29,9 +29,7 @@ def run_due_command() -> None:
     from .wiring import get_mailer
 
     m = get_mailer()
-    stats = run_due(
-        m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.email_run_due_batch
-    )
+    stats = run_due(m.pool.connection, m.send_job, now=m.clock(), batch=m.settings.run_due_batch)
     typer.echo(
         f"enqueued {stats.enqueued}, already queued {stats.duplicates}, canceled {stats.canceled}"
     )
@@ -58,22 +56,22 @@ def preview(
     out: Annotated[Path | None, typer.Option(help="Directory (default: var/mail/preview)")] = None,
 ) -> None:
     """Render TEMPLATE and write the message as .eml and its HTML part as .html."""
-    from shared.config import get_settings
     from shared.errors import PermanentError
 
     from .message import build_message, message_id_for, serialize
+    from .settings import email_settings
     from .templates import Templates
     from .wiring import utcnow
 
-    settings = get_settings()
+    settings = email_settings()
     try:
-        rendered = Templates(product_name=settings.email_product_name).render(
+        rendered = Templates(product_name=settings.product_name).render(
             template, lang, _parse_vars(var or [])
         )
         message, envelope = build_message(
             rendered,
-            message_id=message_id_for(f"preview:{uuid.uuid4()}", settings.email_message_id_domain),
-            from_header=settings.email_from,
+            message_id=message_id_for(f"preview:{uuid.uuid4()}", settings.message_id_domain),
+            from_header=settings.from_header,
             to=to,
             date=utcnow(),
             lang=lang,
@@ -112,11 +110,10 @@ def sink(
     maildir: Annotated[Path | None, typer.Option(help="Default: var/mail")] = None,
 ) -> None:
     """Run the dev SMTP sink in the foreground."""
-    from shared.config import get_settings
-
+    from .settings import email_settings
     from .sink import serve
 
-    settings = get_settings()
+    settings = email_settings()
     serve(host or settings.smtp_host, port or settings.smtp_port, maildir or _maildir())
 
 

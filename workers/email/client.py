@@ -13,6 +13,9 @@ unknown template, a missing variable or a variable that puts CR/LF into the subj
 an email due now, its `email:send` job (the outbox by default) go into the caller's transaction.
 An email due later stays SCHEDULED; the due sweep (`email-seq:run_due`) sends it then.
 
+A product also mounts the feedback router (`feedback_router()`: one-click unsubscribe, tracking,
+SES events) and may read the email settings (`email_settings()`).
+
 Importing this module boots nothing (no broker, no logging, no runtime).
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -34,8 +37,13 @@ from shared.contracts.email import EmailSendV1
 from shared.errors import PayloadError
 from shared.jobs import catalog
 
+from .settings import EmailSettings, email_settings
+
 if TYPE_CHECKING:
+    from fastapi import APIRouter
     from sqlalchemy.orm import Session
+
+    from shared.runtime import Runtime
 
     from .templates import Templates
 
@@ -166,9 +174,20 @@ def _stage(session: Session, payload: EmailSendV1, via: Via, request_id: str | N
     return outbox.enqueue(session, catalog.EMAIL_SEND, payload, request_id=request_id).job_id
 
 
+def feedback_router(runtime: Callable[[], Runtime] | None = None, **options: Any) -> APIRouter:
+    """The email feedback router a product mounts outside its own auth (feedback/router.py;
+    `runtime`: default the process's); FastAPI is imported only now."""
+    from .feedback.router import feedback_router as build
+
+    return build(runtime, **options) if runtime is not None else build(**options)
+
+
 __all__ = [
+    "EmailSettings",
     "ScheduledEmail",
     "check_template",
+    "email_settings",
+    "feedback_router",
     "schedule_email",
     "template_keys",
     "template_variables",

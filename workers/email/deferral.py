@@ -12,9 +12,12 @@ deferral: then the email FAILED with the last reply (DESIGN §3: the outage wind
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from shared.outage import OutageWindow
+
+if TYPE_CHECKING:
+    from .settings import EmailSettings
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,9 @@ class DeferralPolicy(OutageWindow):
     window_s: float = 86_400.0
 
     @classmethod
-    def from_settings(cls, settings: Any) -> DeferralPolicy:
+    def from_settings(cls, settings: EmailSettings) -> DeferralPolicy:
         return cls(
-            min_s=settings.email_defer_min_s,
-            max_s=settings.email_defer_max_s,
-            window_s=settings.email_outage_window_s,
+            min_s=settings.defer_min_s,
+            max_s=settings.defer_max_s,
+            window_s=settings.outage_window_s,
         )

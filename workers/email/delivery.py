@@ -85,7 +85,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
         bounce = sequences.query_bounce(conn, payload.org_id, payload.recipient_email)
         tracked = (
             tracking.query_enabled(conn, payload.org_id)
-            if payload.template_key in m.settings.email_tracked_templates
+            if payload.template_key in m.settings.tracked_templates
             else None
         )
         row = store.load_for_send(conn, payload, now)
@@ -96,7 +96,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             now,
             m.sending_grace_s,
             bounce=None
-            if payload.template_key in m.settings.email_bounce_exempt_templates
+            if payload.template_key in m.settings.bounce_exempt_templates
             else sequences.bounce_of(bounce),
         )
         track = stop is None and tracking.enabled_of(tracked)
@@ -105,7 +105,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             raise stop.error
         return stop.result or {}
     assert row is not None
-    message_id = message_id_for(job.job_id, m.settings.email_message_id_domain)
+    message_id = message_id_for(job.job_id, m.settings.message_id_domain)
     try:
         rendered = m.templates.render(row.template_key, row.lang, row.variables)
         if track:  # an opt-in template, and the org did not turn tracking off
@@ -113,7 +113,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
         message, envelope = build_message(
             rendered,
             message_id=message_id,
-            from_header=m.settings.email_from,
+            from_header=m.settings.from_header,
             to=row.recipient_email,
             to_name=row.recipient_name,
             cc=row.cc,

@@ -25,13 +25,16 @@ import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosmtplib
 
 from . import smtp
 from .message import Envelope
 from .smtp import Accepted, SmtpConfig, SmtpDeferred, SmtpFailure
+
+if TYPE_CHECKING:
+    from .settings import EmailSettings
 
 T = TypeVar("T")
 
@@ -63,7 +66,7 @@ class SmtpPool:
         self._closed = False
 
     @classmethod
-    def from_settings(cls, settings: Any) -> SmtpPool:
+    def from_settings(cls, settings: EmailSettings) -> SmtpPool:
         return cls(per_host=settings.smtp_pool_size, idle_s=settings.smtp_pool_idle_s)
 
     # -- from the worker threads -----------------------------------------------------------

@@ -140,13 +140,15 @@ def serve(host: str, port: int, maildir: str | Path) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     from shared.config import get_settings
 
-    settings = get_settings()
+    from .settings import email_settings
+
+    email = email_settings()
     parser = argparse.ArgumentParser(
         prog="python -m workers.email.sink", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--host", default=settings.smtp_host)
-    parser.add_argument("--port", type=int, default=settings.smtp_port)
-    parser.add_argument("--maildir", default=os.path.join(settings.var_dir, "mail"))
+    parser.add_argument("--host", default=email.smtp_host)
+    parser.add_argument("--port", type=int, default=email.smtp_port)
+    parser.add_argument("--maildir", default=os.path.join(get_settings().var_dir, "mail"))
     args = parser.parse_args(argv)
     serve(args.host, args.port, args.maildir)
 

@@ -22,11 +22,14 @@ from __future__ import annotations
 import contextlib
 import socket
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import aiosmtplib
 
 from .message import Envelope
+
+if TYPE_CHECKING:
+    from .settings import EmailSettings
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class SmtpConfig:
     local_hostname: str | None = None
 
     @classmethod
-    def from_settings(cls, settings: Any) -> SmtpConfig:
+    def from_settings(cls, settings: EmailSettings) -> SmtpConfig:
         password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
         return cls(
             host=settings.smtp_host,

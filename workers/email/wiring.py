@@ -1,5 +1,6 @@
 """The composition root of the email domain: the collaborators its functions take, built once
-per process on first use (never at import time); tests install their own with `set_mailer`."""
+per process on first use (never at import time); tests install their own with `set_mailer`.
+`Mailer.settings` are the domain's (`EmailSettings`); the kernel's stay on the runtime."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from shared.runtime import Runtime, get_runtime
 
 from .deferral import DeferralPolicy
 from .pool import SmtpPool
+from .settings import EmailSettings, email_settings
 from .smtp import Accepted, SmtpConfig
 from .templates import Templates
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-    from shared.config import Settings
     from shared.contracts.email import EmailSendV1
     from shared.jobs.send import SendResult
 
@@ -33,7 +34,9 @@ def utcnow() -> datetime:
 
 @dataclass
 class Mailer:
-    settings: Settings
+    settings: EmailSettings
+    #: VAR_DIR (the kernel's): where the machine's feedback key is kept without EMAIL_FEEDBACK_KEY.
+    var_dir: str
     pool: ConnectionPool
     templates: Templates
     smtp: SmtpConfig
@@ -60,7 +63,7 @@ class Mailer:
         """The key of the feedback tokens (unsubscribe links): feedback/tokens.py."""
         from .feedback.tokens import feedback_key
 
-        return feedback_key(self.settings)
+        return feedback_key(self.settings, self.var_dir)
 
     @property
     def sending_grace_s(self) -> float:
@@ -68,18 +71,22 @@ class Mailer:
         return 2 * self.smtp.timeout_s + 1
 
 
-def build_mailer(runtime: Runtime, **overrides: Any) -> Mailer:
+def build_mailer(
+    runtime: Runtime, settings: EmailSettings | None = None, **overrides: Any
+) -> Mailer:
+    """The mailer of `runtime` with the email settings (default: the process's)."""
     from shared.jobs import catalog
 
-    settings = runtime.settings
+    settings = settings or email_settings()
 
     def send_job(payload: EmailSendV1) -> SendResult:
         return runtime.sender.send(catalog.EMAIL_SEND, payload)
 
     parts: dict[str, Any] = {
         "settings": settings,
+        "var_dir": runtime.settings.var_dir,
         "pool": runtime.pool,
-        "templates": Templates(product_name=settings.email_product_name),
+        "templates": Templates(product_name=settings.product_name),
         "smtp": SmtpConfig.from_settings(settings),
         "deferral": DeferralPolicy.from_settings(settings),
         "send_job": send_job,

@@ -17,6 +17,7 @@ from tests.support.env import test_env
 from tests.support.inprocess import InProcessWorker, started_workers
 from tests.support.wait import wait_for
 from workers.email import actors
+from workers.email.settings import EmailSettings, email_settings
 from workers.email.sink import InboxItem, read_inbox
 from workers.email.wiring import Mailer, build_mailer, set_mailer
 
@@ -94,16 +95,21 @@ def postfix() -> Iterator[postfix_instance.Postfix]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def email_settings(settings: Settings, port: int, **overrides: object) -> Settings:
-    return settings.model_copy(
+def worker_settings(settings: Settings) -> Settings:
+    """The kernel's settings of a test email worker: the email retry policy shrunk."""
+    return settings.model_copy(update={"retries": {**settings.retries, "email": EMAIL_RETRY}})
+
+
+def worker_email_settings(port: int, **overrides: object) -> EmailSettings:
+    """The email settings of a test worker talking to SMTP on `port` (`overrides`: fields)."""
+    return email_settings().model_copy(
         update={
-            "retries": {**settings.retries, "email": EMAIL_RETRY},
             "smtp_port": port,
             "smtp_timeout_s": SMTP_TIMEOUT_S,
-            "email_message_id_domain": "test.jobfleet",
-            "email_defer_min_s": DEFER_MIN_S,
-            "email_defer_max_s": DEFER_MAX_S,
-            "email_outage_window_s": OUTAGE_WINDOW_S,
+            "message_id_domain": "test.jobfleet",
+            "defer_min_s": DEFER_MIN_S,
+            "defer_max_s": DEFER_MAX_S,
+            "outage_window_s": OUTAGE_WINDOW_S,
             **overrides,
         }
     )
@@ -112,11 +118,11 @@ def email_settings(settings: Settings, port: int, **overrides: object) -> Settin
 class EmailWorker(InProcessWorker):
     """An in-process email worker (fleet middleware, real Redis) consuming the `email` queue."""
 
-    def __init__(self, settings: Settings, threads: int = 4) -> None:
+    def __init__(self, settings: Settings, email: EmailSettings, threads: int = 4) -> None:
         super().__init__(
             settings, service="test-email", bind=actors.bind, queues={"email"}, threads=threads
         )
-        self.mailer: Mailer = build_mailer(self.runtime)
+        self.mailer: Mailer = build_mailer(self.runtime, email)
 
     def stop(self) -> None:
         super().stop()
@@ -130,7 +136,9 @@ def make_email_worker(runtime: Runtime, settings: Settings) -> Iterator[object]:
         install=lambda worker: set_mailer(worker.mailer), uninstall=lambda: set_mailer(None)
     ) as start:
         yield lambda port, threads=4, **overrides: start(
-            EmailWorker(email_settings(settings, port, **overrides), threads=threads)
+            EmailWorker(
+                worker_settings(settings), worker_email_settings(port, **overrides), threads=threads
+            )
         )
 
 

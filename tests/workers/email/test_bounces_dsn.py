@@ -19,12 +19,13 @@ from tests.workers.email.helpers import row, schedule, unique, wait_row
 from tests.workers.email.postfix import BOUNCE_DOMAIN, free_port
 from workers.email import sequences
 from workers.email.feedback import inbound, tokens
+from workers.email.settings import email_settings
 from workers.email.wiring import utcnow
 
 
 class Listener:
     def __init__(self, runtime: Any, port: int) -> None:
-        self.key = tokens.feedback_key(runtime.settings)
+        self.key = tokens.feedback_key(email_settings(), runtime.settings.var_dir)
         self.port = port
         self.controller = inbound.start(
             "127.0.0.1", port, inbound.InboundHandler(runtime.pool, self.key, utcnow)
@@ -52,7 +53,7 @@ def _kept(db, rcpt: str) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def
 def test_a_dsn_from_postfix_marks_the_email_bounced_and_suppresses_the_address(
     make_email_worker, postfix, listener, db
 ) -> None:
-    make_email_worker(postfix.port, email_bounce_domain=BOUNCE_DOMAIN)
+    make_email_worker(postfix.port, bounce_domain=BOUNCE_DOMAIN)
     to = unique("bounce-me")
     email = schedule(db, to, template="welcome", variables={"NAME": "A"})
     catalog.EMAIL_SEND.send(email.payload())

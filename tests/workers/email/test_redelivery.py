@@ -50,7 +50,7 @@ def test_redelivery_after_a_sigkill_between_accept_and_ack_sends_no_second_email
         sys.executable,
         "-m",
         "dramatiq",
-        "workers.email",
+        "workers.email.app",
         "--processes",
         "1",
         "--threads",

@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient
 from tests.workers.email.helpers import row, schedule, unique
 from workers.email.feedback import sns, tokens
 from workers.email.feedback.router import feedback_router
+from workers.email.settings import email_settings
 
 CERT_URL = "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-test.pem"
 TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-events"
@@ -88,7 +89,7 @@ def _sent(db, runtime) -> tuple[Any, dict[str, Any]]:  # type: ignore[no-untyped
         "UPDATE scheduled_emails SET status = 'SENT', sent_at = now(), message_id = %s WHERE id = %s",
         (message_id, email.id),
     )
-    key = tokens.feedback_key(runtime.settings)
+    key = tokens.feedback_key(email_settings(), runtime.settings.var_dir)
     mail = {
         "messageId": "0102018c-ses-own-id",
         "source": tokens.verp_address(key, email.id, "bounces.example.com"),

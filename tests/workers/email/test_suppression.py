@@ -52,7 +52,7 @@ def test_the_suppression_belongs_to_the_org_that_saw_the_bounce(
 def test_an_exempt_template_is_still_attempted_after_a_bounce(
     make_email_worker, postfix, db
 ) -> None:
-    make_email_worker(postfix.port, email_bounce_exempt_templates=["otp-code"])
+    make_email_worker(postfix.port, bounce_exempt_templates=["otp-code"])
     address = unique("reject")
     first = schedule(db, address, template="welcome", variables={"NAME": "A"})
     catalog.EMAIL_SEND.send(first.payload())

@@ -62,7 +62,7 @@ def _events(db, email_id: uuid.UUID) -> list[tuple[Any, ...]]:  # type: ignore[n
 def test_opens_and_clicks_of_a_tracked_template_are_recorded(
     make_email_worker, postfix, db, api
 ) -> None:
-    make_email_worker(postfix.port, email_tracked_templates=["quote-reminder"])
+    make_email_worker(postfix.port, tracked_templates=["quote-reminder"])
     sent, body = _send(db, postfix)
 
     assert f'href="{html.escape(QUOTE_URL)}"' not in body  # the link goes through us now
@@ -93,7 +93,7 @@ def test_opens_and_clicks_of_a_tracked_template_are_recorded(
 
 
 def test_the_redirect_leads_only_to_urls_of_the_email(make_email_worker, postfix, db, api) -> None:
-    make_email_worker(postfix.port, email_tracked_templates=["quote-reminder"])
+    make_email_worker(postfix.port, tracked_templates=["quote-reminder"])
     sent, body = _send(db, postfix)
     link = urlsplit(html.unescape(re.findall(r'href="([^"]+/c/[^"]+)"', body)[0]))
     token, mac = link.path.split("/")[-2:]
@@ -111,7 +111,7 @@ def test_the_redirect_leads_only_to_urls_of_the_email(make_email_worker, postfix
 def test_no_tracking_for_templates_not_opted_in_nor_for_an_org_that_turned_it_off(
     make_email_worker, postfix, db
 ) -> None:
-    make_email_worker(postfix.port, email_tracked_templates=["quote-reminder"])
+    make_email_worker(postfix.port, tracked_templates=["quote-reminder"])
     org = uuid.uuid4()
     tracking.set_org_tracking(db, org, False, datetime.now(UTC))
 

@@ -25,6 +25,7 @@ from tests.workers.email.helpers import row, schedule, unique, wait_row
 from workers.email import sequences, store
 from workers.email.due import run_due
 from workers.email.feedback import tokens, unsubscribe
+from workers.email.settings import email_settings
 
 STEPS = [sequences.Step("welcome", 0), sequences.Step("quote-reminder", 3_600)]
 VARS = {"NAME": "Ada", "QUOTE_REF": "Q-7", "QUOTE_URL": "https://example.com/q/7"}
@@ -143,7 +144,7 @@ def test_forged_and_expired_tokens_are_refused_and_change_nothing(runtime, db, a
     seq = _start(db, to)
     step = _step(db, seq, 0)
     email_id, org = step["id"], step["org_id"]
-    key = tokens.feedback_key(runtime.settings)
+    key = tokens.feedback_key(email_settings(), runtime.settings.var_dir)
     now = datetime.now(UTC)
     good = tokens.sign(key, unsubscribe.PURPOSE, email_id, org, now + timedelta(days=1))
     body, mac = good.split(".")
@@ -180,8 +181,8 @@ def test_the_mailto_unsubscribes_through_the_inbound_listener(runtime, db) -> No
     step = _step(db, seq, 0)
     email_row = store.get(db, step["id"], step["org_id"])
     assert email_row is not None
-    key = tokens.feedback_key(runtime.settings)
-    header = unsubscribe.headers(runtime.settings, key, email_row, datetime.now(UTC))
+    key = tokens.feedback_key(email_settings(), runtime.settings.var_dir)
+    header = unsubscribe.headers(email_settings(), key, email_row, datetime.now(UTC))
     mailto = urlsplit(_links_of(header["List-Unsubscribe"])[1])
     address, subject = mailto.path, unquote(mailto.query.removeprefix("subject="))
 

@@ -35,9 +35,8 @@ from . import tokens
 from .tracking import EVENTS
 
 if TYPE_CHECKING:
-    from shared.config import Settings
-
     from .. import store
+    from ..settings import EmailSettings
 
 log = structlog.get_logger("jobfleet.email.feedback")
 
@@ -46,8 +45,8 @@ class NotADsn(ValueError):
     """The message is no delivery status notification (or a broken one)."""
 
 
-def verp_sender(settings: Settings, key: bytes, row: store.EmailRow) -> str:
-    domain = settings.email_bounce_domain or ascii_domain(envelope_sender(settings.email_from))[1]
+def verp_sender(settings: EmailSettings, key: bytes, row: store.EmailRow) -> str:
+    domain = settings.bounce_domain or ascii_domain(envelope_sender(settings.from_header))[1]
     return tokens.verp_address(key, row.id, domain)
 
 

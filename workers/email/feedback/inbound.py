@@ -105,16 +105,17 @@ def main() -> None:
     from shared.observability.probes import postgres_check
     from shared.runtime import Runtime, set_runtime
 
+    from ..settings import email_settings
     from ..wiring import utcnow
 
-    settings = get_settings()
+    settings, email = get_settings(), email_settings()
     configure_logging(level=settings.log_level, fmt=settings.log_format, process="email-inbound")
     runtime = Runtime(settings)
     set_runtime(runtime)
     handler = InboundHandler(
-        runtime.pool, tokens.feedback_key(settings), utcnow, settings.email_unsubscribe_mailto
+        runtime.pool, tokens.feedback_key(email, settings.var_dir), utcnow, email.unsubscribe_mailto
     )
-    controller = start(settings.email_inbound_host, settings.email_inbound_port, handler)
+    controller = start(email.inbound_host, email.inbound_port, handler)
     health = None
     if settings.health_port:
         health = HealthServer(
@@ -124,7 +125,7 @@ def main() -> None:
             checks={"postgres": postgres_check(settings.database_dsn)},
             metrics_token=settings.metrics_token,
         ).start()
-    log.info("email.inbound_listening", port=settings.email_inbound_port)
+    log.info("email.inbound_listening", port=email.inbound_port)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

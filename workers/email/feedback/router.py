@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from shared.runtime import Runtime, get_runtime
 
+from ..settings import EmailSettings, email_settings
 from ..wiring import utcnow
 from . import sns, tokens, tracking, unsubscribe
 
@@ -37,23 +38,23 @@ def feedback_router(
     *,
     clock: Callable[[], datetime] = utcnow,
     sns_fetch: sns.Fetch = sns.fetch_https,
+    settings: Callable[[], EmailSettings] = email_settings,
 ) -> APIRouter:
-    """`sns_fetch`: how SNS signing certificates (and SubscribeURLs) are fetched."""
+    """`sns_fetch`: how SNS signing certificates (and SubscribeURLs) are fetched; `settings`:
+    the email settings (default: the process's), read on the first request that needs them."""
     router = APIRouter(tags=["email feedback"])
     keys: list[bytes] = []
     verifiers: list[sns.Verifier] = []
 
     def verifier() -> sns.Verifier:
         if not verifiers:
-            settings = runtime().settings
-            verifiers.append(
-                sns.Verifier(settings.email_sns_cert_hosts, settings.email_sns_max_age_s, sns_fetch)
-            )
+            email = settings()
+            verifiers.append(sns.Verifier(email.sns_cert_hosts, email.sns_max_age_s, sns_fetch))
         return verifiers[0]
 
     def key() -> bytes:
         if not keys:
-            keys.append(tokens.feedback_key(runtime().settings))
+            keys.append(tokens.feedback_key(settings(), runtime().settings.var_dir))
         return keys[0]
 
     def check(token: str, request: Request) -> tokens.EmailRef | JSONResponse:

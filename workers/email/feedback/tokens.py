@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 if TYPE_CHECKING:
-    from shared.config import Settings
+    from ..settings import EmailSettings
 
 SIGNATURE_BYTES = 16
 
@@ -127,11 +127,12 @@ def _base36(n: int) -> str:
             return out
 
 
-def feedback_key(settings: Settings) -> bytes:
-    """`EMAIL_FEEDBACK_KEY`, else the machine's random key under `VAR_DIR` (created once)."""
-    if settings.email_feedback_key is not None:
-        return settings.email_feedback_key.get_secret_value().encode()
-    path = Path(settings.var_dir) / "email-feedback.key"
+def feedback_key(settings: EmailSettings, var_dir: str | Path) -> bytes:
+    """`EMAIL_FEEDBACK_KEY`, else the machine's random key under `var_dir` (`VAR_DIR`, created
+    once)."""
+    if settings.feedback_key is not None:
+        return settings.feedback_key.get_secret_value().encode()
+    path = Path(var_dir) / "email-feedback.key"
     if not path.exists():  # written whole, then linked: a concurrent reader never sees it empty
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")

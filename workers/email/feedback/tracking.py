@@ -28,9 +28,8 @@ from ..templates import Rendered
 from . import tokens
 
 if TYPE_CHECKING:
-    from shared.config import Settings
-
     from .. import store
+    from ..settings import EmailSettings
 
 PURPOSE = "track"
 #: 43 bytes: the smallest transparent GIF.
@@ -77,13 +76,13 @@ def _url_mac(key: bytes, email_id: UUID, url: str) -> str:
 
 
 def instrument(
-    settings: Settings, key: bytes, row: store.EmailRow, now: datetime, rendered: Rendered
+    settings: EmailSettings, key: bytes, row: store.EmailRow, now: datetime, rendered: Rendered
 ) -> Rendered:
     """The rendered email with its HTML links rewritten and the pixel added."""
     token = tokens.sign(
-        key, PURPOSE, row.id, row.org_id, now + timedelta(seconds=settings.email_unsubscribe_ttl_s)
+        key, PURPOSE, row.id, row.org_id, now + timedelta(seconds=settings.unsubscribe_ttl_s)
     )
-    base = settings.email_feedback_url.rstrip("/")
+    base = settings.feedback_url.rstrip("/")
 
     def link(match: re.Match[str]) -> str:
         url = html.unescape(match.group(3))

@@ -31,7 +31,7 @@ from . import tokens
 from .tracking import EVENTS
 
 if TYPE_CHECKING:
-    from shared.config import Settings
+    from ..settings import EmailSettings
 
 log = structlog.get_logger("jobfleet.email.feedback")
 
@@ -39,26 +39,26 @@ PURPOSE = "unsubscribe"
 ONE_CLICK = "List-Unsubscribe=One-Click"
 
 
-def wants_headers(settings: Settings, row: store.EmailRow) -> bool:
-    return row.sequence_id is not None or (
-        row.template_key not in settings.email_transactional_templates
-    )
+def wants_headers(settings: EmailSettings, row: store.EmailRow) -> bool:
+    return row.sequence_id is not None or (row.template_key not in settings.transactional_templates)
 
 
-def unsubscribe_url(settings: Settings, token: str) -> str:
-    return f"{settings.email_feedback_url.rstrip('/')}/unsubscribe/{token}"
+def unsubscribe_url(settings: EmailSettings, token: str) -> str:
+    return f"{settings.feedback_url.rstrip('/')}/unsubscribe/{token}"
 
 
-def headers(settings: Settings, key: bytes, row: store.EmailRow, now: datetime) -> dict[str, str]:
+def headers(
+    settings: EmailSettings, key: bytes, row: store.EmailRow, now: datetime
+) -> dict[str, str]:
     """The List-Unsubscribe headers of `row`'s message (none for a transactional template)."""
     if not wants_headers(settings, row):
         return {}
-    expires = now + timedelta(seconds=settings.email_unsubscribe_ttl_s)
+    expires = now + timedelta(seconds=settings.unsubscribe_ttl_s)
     token = tokens.sign(key, PURPOSE, row.id, row.org_id, expires)
     targets = [f"<{unsubscribe_url(settings, token)}>"]
-    if settings.email_unsubscribe_mailto:
+    if settings.unsubscribe_mailto:
         subject = quote(f"unsubscribe {token}")
-        targets.append(f"<mailto:{settings.email_unsubscribe_mailto}?subject={subject}>")
+        targets.append(f"<mailto:{settings.unsubscribe_mailto}?subject={subject}>")
     return {"List-Unsubscribe": ", ".join(targets), "List-Unsubscribe-Post": ONE_CLICK}
 
 

@@ -1,22 +1,30 @@
-"""SMTP for `make run`: the configured server when it answers, else the dev sink.
+"""SMTP for `make run` (the email domain's service hook): the configured server when it
+answers, else the dev sink.
 
-The sink (`python -m workers.email.sink`, started as a child process: the kernel imports no
-worker) accepts everything and keeps each message as `var/mail/*.eml` (`fleet email inbox`).
+The launcher calls `start(var, env, say)` before the fleet starts (registration `services`) and
+stops the returned service at exit when it is embedded. The sink (`python -m workers.email.sink`,
+a child process) accepts everything and keeps each message as `var/mail/*.eml` (`fleet email
+inbox`). It listens where `SMTP_HOST`/`SMTP_PORT` say, so the processes, reading the same
+settings, need nothing more in their environment.
 """
 
 from __future__ import annotations
 
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from .. import LaunchError
-from ..net import wait_until
-from ..spawn import spawn, tail
-from . import Service
+from shared.launcher import LaunchError
+from shared.launcher.embedded import Service
+from shared.launcher.net import wait_until
+from shared.launcher.spawn import spawn, tail
+
+from .settings import email_settings
 
 
 def answers(host: str, port: int, timeout: float = 1.0) -> bool:
+    """Whether an SMTP server greets (220) at host:port."""
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             return sock.recv(3) == b"220"
@@ -24,7 +32,15 @@ def answers(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+def start(var: Path, env: dict[str, str], say: Callable[[str], None]) -> Service:
+    """The launcher's hook: SMTP as the email settings (`SMTP_HOST`, `SMTP_PORT`) configure it."""
+    settings = email_settings()
+    return resolve(settings.smtp_host, settings.smtp_port, var, env=env)
+
+
 def resolve(host: str, port: int, var_dir: Path, *, env: dict[str, str]) -> Service:
+    """The server at host:port when it answers; else, on this machine, the dev sink started
+    there (`LaunchError` for a remote server that does not answer)."""
     if answers(host, port):
         detail = (
             "from SMTP_HOST/SMTP_PORT"
@@ -67,3 +83,6 @@ def resolve(host: str, port: int, var_dir: Path, *, env: dict[str, str]) -> Serv
         detail=f"mail kept in {maildir}",
         stop=stop,
     )
+
+
+__all__ = ["answers", "resolve", "start"]

@@ -1,0 +1,32 @@
+"""The email domain's registration (entry point `jobfleet.domains`: `email`): plain data."""
+
+from shared.domains import Command, Domain, Process
+
+DOMAIN = Domain(
+    name="email",
+    order=10,
+    settings=("workers.email.settings:EmailSettings",),
+    commands=(
+        Command(
+            "email", "workers.email.cli:app", "Email: templates, sequences, the local mailbox."
+        ),
+    ),
+    processes=(
+        Process("worker-email", "workers.email.app"),
+        Process(
+            "email-inbound",
+            "workers.email.feedback.inbound",
+            kind="extra",
+            port_env="EMAIL_INBOUND_HEALTH_PORT",
+            port=8185,
+            port_as="HEALTH_PORT",
+            requires=("aiosmtpd",),
+            extra_ports=(("EMAIL_INBOUND_PORT", 2526),),
+        ),
+    ),
+    services=("workers.email.embedded:start",),
+    demo=("workers.email.demo:scenario",),
+    migrations="workers.email.migrations",
+    console="workers.email.console",
+    retries={"email": {"max_attempts": 3, "min_backoff_ms": 2_000}},
+)
