@@ -31,7 +31,6 @@ from shared.storage import StorageBackend
 from workers.ai import client as ai
 from workers.doc import client as doc
 from workers.email import client as email
-from workers.email.feedback.router import feedback_router
 from workers.export import client as export
 
 from .auth import admin_dependency, caller_dependency, org_dependency
@@ -77,7 +76,7 @@ def create_app(
     )
     app.include_router(health_router(runtime))
     # No key: the recipient's mailbox provider calls it with the link's signed token.
-    app.include_router(feedback_router(runtime), prefix="/email")
+    app.include_router(email.feedback_router(runtime), prefix="/email")
     _errors(app)
     documents_storage: list[StorageBackend] = [storage] if storage else []
 
@@ -139,7 +138,7 @@ def create_app(
         who: Who,
         schema_name: Annotated[str, Form(alias="schema")] = "auto",
     ) -> Accepted:
-        limit = runtime().settings.doc_max_bytes
+        limit = doc.doc_settings().max_bytes
         data = file.file.read(limit + 1)  # one byte over is enough to refuse it
         with transaction() as session:
             done = doc.ingest_document(
