@@ -42,7 +42,7 @@ def env_name(name: str, field: FieldInfo, settings_class: type[BaseSettings] = S
 
 
 def owner(settings_class: type[BaseSettings]) -> str:
-    """Where a settings class lives, e.g. `workers.email.settings.EmailSettings`."""
+    """Where a settings class lives, e.g. `<package>.settings.<Domain>Settings`."""
     return f"{settings_class.__module__}.{settings_class.__qualname__}"
 
 

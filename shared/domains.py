@@ -4,7 +4,7 @@ Each domain (each `workers/<domain>/` slice, and the scheduler) declares one `Do
 `registration.py` and points the entry point group `jobfleet.domains` at it (pyproject.toml):
 
     [project.entry-points."jobfleet.domains"]
-    email = "workers.email.registration:DOMAIN"
+    <name> = "<package>.registration:DOMAIN"
 
 A registration is plain data: everything it names is a `"module:attribute"` string loaded only
 when used, so `fleet --help` or `fleet config` imports no domain code beyond the registrations.

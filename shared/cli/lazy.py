@@ -1,4 +1,4 @@
-"""Domain sub-commands loaded on use: `fleet email ...` imports `workers.email.cli` only then.
+"""Domain sub-commands loaded on use: `fleet <domain> ...` imports that domain's CLI only then.
 
 The kernel names no domain (DESIGN §1): each registers its commands (shared/domains.py), and a
 domain's CLI may pull in heavy dependencies. So `fleet` registers each declared command whose
