@@ -50,9 +50,8 @@ from shared.chain.keys import Keyring, new_kek  # noqa: E402
 from shared.chain.registry import record_deployment  # noqa: E402
 from shared.chain.wallets import EMBEDDED, OPERATOR, store_wallet  # noqa: E402
 from shared.config import get_settings  # noqa: E402
-from shared.contracts.base import SYSTEM_ORG  # noqa: E402
-from shared.jobs import catalog  # noqa: E402
 from shared.runtime import Runtime, set_runtime  # noqa: E402
+from workers.chain_actions import client as chain_actions  # noqa: E402
 
 TICKET = 10**15
 ROUND_S = 60
@@ -174,8 +173,8 @@ def mints_in_blocks(args: argparse.Namespace) -> dict[str, Any]:
         scope = {"chain_id": node.chain_id, "contract": lottery}
         start_nonce = client.nonce(owner.address, "latest")
         jobs = [
-            catalog.CHAIN_MINT_BADGE.send(
-                {"org_id": SYSTEM_ORG, **scope, "round_id": i, "player": player.address}
+            chain_actions.send_mint_badge(
+                **scope, round_id=i, player=player.address, runtime=runtime
             ).job_id
             for i in range(1, n + 1)
         ]
@@ -299,8 +298,8 @@ def main() -> None:
             ):
                 rounds = cancelled_rounds(client, owner, lottery, payers, n // len(payers))
                 jobs = [
-                    catalog.CHAIN_CLAIM_REFUND.send(
-                        {"org_id": SYSTEM_ORG, **scope, "round_id": r, "payer": p.address}
+                    chain_actions.send_claim_refund(
+                        **scope, round_id=r, payer=p.address, runtime=runtime
                     ).job_id
                     for r in rounds
                     for p in payers
@@ -322,13 +321,8 @@ def main() -> None:
                     ],
                 )  # fmt: skip
             jobs = [
-                catalog.CHAIN_MINT_BADGE.send(
-                    {
-                        "org_id": SYSTEM_ORG,
-                        **scope,
-                        "round_id": base + i,
-                        "player": accounts[5].address,
-                    }
+                chain_actions.send_mint_badge(
+                    **scope, round_id=base + i, player=accounts[5].address, runtime=runtime
                 ).job_id
                 for i in range(n)
             ]
