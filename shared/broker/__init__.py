@@ -22,7 +22,7 @@ from .consumer import (
     report_dead_consumers,
     wake_key,
 )
-from .delivery import Delivery, delivery_of
+from .delivery import Delivery, delivery_of, failure_of, is_delivery, message_of
 from .gate import EnqueueGate, dedup_key
 from .redis import FleetRedisBroker, build_broker
 
@@ -40,6 +40,9 @@ __all__ = [
     "dead_consumers_key",
     "dedup_key",
     "delivery_of",
+    "failure_of",
+    "is_delivery",
+    "message_of",
     "report_dead_consumers",
     "wake_key",
 ]

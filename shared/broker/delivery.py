@@ -6,6 +6,9 @@ The middleware record what they decide on it (the tracking fields, the run's con
 gate it holds, its outcome) and the consumer reads from it whether its acknowledgement waits
 for a durable outcome (`acker.py`). All of it is one `Delivery`, attached by `delivery_of()`
 the first time a hook asks for it, so each field is declared and typed once.
+
+What else the middleware need from a proxy that Dramatiq keeps in private attributes (the
+message it wraps, the exception of a failed delivery) is read here too (`version.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from __future__ import annotations
 import contextvars
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from dramatiq.broker import MessageProxy
+from dramatiq.message import Message
 
 if TYPE_CHECKING:
     from ..jobs.context import JobContext
@@ -59,3 +65,21 @@ def delivery_of(message: Any) -> Delivery:
         state = Delivery()
         setattr(message, ATTRIBUTE, state)
     return state
+
+
+def is_delivery(message: Any) -> bool:
+    """Is `message` one delivery (a `MessageProxy`) rather than a `Message`, which is shared
+    (its copies, its retries) and frozen?"""
+    return isinstance(message, MessageProxy)
+
+
+def message_of(proxy: MessageProxy) -> Message[Any]:
+    """The `Message` a delivery wraps (Dramatiq keeps it in the proxy's private `_message`)."""
+    message: Message[Any] = proxy._message
+    return message
+
+
+def failure_of(proxy: MessageProxy) -> BaseException | None:
+    """The exception Dramatiq stuffed into a failed delivery (its private `_exception`): for
+    a message of an undeclared actor, `ActorNotFound`, set before `before_nack`."""
+    return getattr(proxy, "_exception", None)

@@ -13,6 +13,8 @@ may change without notice:
   `fetch` command, which `lua/fetch.lua` re-implements;
 - `RedisBroker._should_do_maintenance`, `_max_unpack_size` and the `do_<command>` methods of
   its `__getattr__` (`redis.py`, `consumer.py`, `acker.py`);
+- `MessageProxy._message` and `_exception`, and proxies taking attributes of their own
+  (`delivery.py`);
 - its Redis key layout (`<ns>:<queue>`, `<queue>.msgs`, `<queue>.DQ`, `__acks__.<worker>.<queue>`,
   `__heartbeats__`), which `lua/fetch.lua` and `lua/enqueue_once.lua` write.
 

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import dramatiq
 
-from ..broker import delivery_of
+from ..broker import delivery_of, is_delivery
 from ..contracts.base import SYSTEM_ORG
 
 
@@ -63,7 +63,7 @@ class MessageInfo:
 def message_info(message: dramatiq.Message[Any] | Any) -> MessageInfo:
     """The tracking fields of a received message (computed once per delivery, then kept on
     its `Delivery` for the next middleware)."""
-    if not hasattr(message, "_message"):  # a shared Message, not a MessageProxy of a delivery
+    if not is_delivery(message):  # a shared Message: nothing is kept on it
         return _message_info(message)
     state = delivery_of(message)
     if state.info is None:

@@ -22,7 +22,7 @@ from dramatiq.errors import ActorNotFound, Retry
 from dramatiq.middleware import Middleware, SkipMessage
 from dramatiq.middleware.middleware import MiddlewareError
 
-from ..broker import Delivery, dedup_key, delivery_of
+from ..broker import Delivery, dedup_key, delivery_of, failure_of, message_of
 from ..config import RetryPolicy, Settings
 from ..contracts.base import SYSTEM_ORG
 from ..errors import AlreadyDone, InvalidPayload, LeaseLost, PermanentError, RetryLater
@@ -310,7 +310,7 @@ class Tracking(Middleware):
         Dramatiq's consumer thread dead-letters such a message before any process hook runs,
         into Redis's `.XQ` set only: without this it would be invisible in the fleet's DLQ.
         """
-        exc = getattr(message, "_exception", None)
+        exc = failure_of(message)
         if delivery_of(message).ctx is not None or not isinstance(exc, ActorNotFound):
             return
         info = message_info(message)
@@ -450,7 +450,7 @@ class Tracking(Middleware):
         options = {} if attempt is None else {"attempt": attempt}
         try:
             broker.enqueue(
-                message._message.copy(options={**message.options, **options}), delay=delay_ms
+                message_of(message).copy(options={**message.options, **options}), delay=delay_ms
             )
             return True
         except Exception as exc:

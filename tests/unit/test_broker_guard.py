@@ -20,6 +20,7 @@ from dramatiq.broker import MessageProxy
 from dramatiq.brokers import redis as dramatiq_redis
 from dramatiq.common import compute_backoff, current_millis, dq_name
 
+from shared.broker.delivery import failure_of, is_delivery, message_of
 from shared.broker.version import SUPPORTED_DRAMATIQ, check_dramatiq_version, minor
 from shared.errors import UnsupportedDramatiq
 
@@ -169,7 +170,8 @@ def test_the_dispatch_script_keeps_its_arguments_commands_and_key_layout() -> No
 
 def test_the_public_helpers_and_message_behaviour_the_package_relies_on() -> None:
     """`gate.py` writes a delayed message as `RedisBroker.enqueue` does; `delivery.py` puts the
-    per-delivery state on the `MessageProxy`, which must take attributes of its own."""
+    per-delivery state on the `MessageProxy`, which must take attributes of its own, and reads
+    its private `_message` and `_exception`."""
     assert dq_name("email") == "email.DQ"
     assert isinstance(current_millis(), int)
     assert compute_backoff(0, max_backoff=100)[0] == 1
@@ -184,3 +186,9 @@ def test_the_public_helpers_and_message_behaviour_the_package_relies_on() -> Non
     proxy.fleet = "state"  # type: ignore[attr-defined]
     assert proxy.__dict__["fleet"] == "state"
     assert not hasattr(message, "fleet")
+    assert is_delivery(proxy) and not is_delivery(message)
+    assert proxy._message is message and message_of(proxy) is message
+    assert proxy._exception is None and failure_of(proxy) is None
+    error = dramatiq.ActorNotFound("a")
+    proxy.stuff_exception(error)
+    assert proxy._exception is error and failure_of(proxy) is error
