@@ -1,6 +1,7 @@
 """`fleet ai ...`: usage and cost per org, running a task by hand, showing a task's result.
 
-Registered lazily by the fleet CLI as `workers.ai.cli:app` (the kernel imports no worker).
+The domain's registration names it (`fleet ai`); the fleet CLI imports it only when the
+command runs.
 """
 
 from __future__ import annotations

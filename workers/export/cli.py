@@ -1,6 +1,7 @@
 """`fleet export ...`: request exports, look at them, get a download link.
 
-Registered lazily by the fleet CLI as `workers.export.cli:app` (the kernel imports no worker).
+The domain's registration names it (`fleet export`); the fleet CLI imports it only when the
+command runs.
 """
 
 from __future__ import annotations
