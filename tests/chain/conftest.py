@@ -125,9 +125,9 @@ def chain_runtime(settings: Settings, world: World) -> Iterator[Runtime]:
 
 @pytest.fixture
 def deps(chain_runtime: Runtime, chain_settings: ChainSettings) -> Any:
-    from workers.chain_actions import services
+    from workers.chain_actions import wiring
 
-    return services.build(chain_runtime, chain_settings)
+    return wiring.build(chain_runtime, chain_settings)
 
 
 class Workers(ProcessGroup):

@@ -11,7 +11,7 @@ from shared.jobs.context import JobContext
 from shared.jobs.handler import handler
 from shared.runtime import get_runtime
 
-from . import services
+from . import wiring
 from .client import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE
 from .domain import Action, perform
 
@@ -54,12 +54,12 @@ def _run(action: Action, job: JobContext) -> dict[str, Any]:
     """`perform`, with an unreachable node mapped to "retry later" (no attempt spent) for up to
     the outage window; the collaborators are built inside, as building asks the node too."""
     runtime = get_runtime()
-    outages = services.outages(runtime)
+    outages = wiring.outages(runtime)
     try:
         # A cancel that arrived while the action waited (signer lock, outage) stops it before
         # anything is signed: `progress` raises `JobCanceled` when one was asked.
         result = perform(
-            action, services.for_runtime(runtime), before_send=lambda: job.progress(0, 1)
+            action, wiring.for_runtime(runtime), before_send=lambda: job.progress(0, 1)
         )
     except RpcUnavailable as exc:
         raise outages.failed(job.job_id, exc) from None
