@@ -129,7 +129,7 @@ class Settings(BaseSettings):
         description="Local state of `make run`: embedded services, logs, mail, storage",
     )
 
-    # --- launcher and scheduler process (`make run`, `python -m scheduler`) ---
+    # --- launcher (`make run`) ---
     health_base_port: int = Field(
         default=9101,
         description="First /health port `make run` gives its processes (one each, in table order)",
@@ -137,73 +137,6 @@ class Settings(BaseSettings):
     launcher_ready_timeout_s: float = Field(
         default=60.0,
         description="How long `make run` waits for every process to answer /health/ready",
-    )
-    outbox_relay_interval_ms: int = Field(
-        default=1_000, description="Period of the scheduler's outbox relay pass"
-    )
-    scheduler_threads: int = Field(default=6, description="Size of the scheduler's one thread pool")
-
-    # --- chain: EVM client, transactions, wallets (issue 4; used by chain-actions and scheduler) ---
-    chain_rpc_url: str = Field(
-        default="http://127.0.0.1:8545", description="JSON-RPC endpoint of the EVM node"
-    )
-    chain_id: int | None = Field(
-        default=None, description="Expected chain id (checked at connect; None: any)"
-    )
-    chain_rpc_timeout_s: float = Field(default=10.0, description="Timeout of one JSON-RPC request")
-    chain_receipt_timeout_s: float = Field(
-        default=120.0,
-        description="Longest wait for a receipt, replacements included, before retrying the job",
-    )
-    chain_replace_after_s: float = Field(
-        default=30.0,
-        description="A transaction unmined this long is replaced (same nonce, bumped fees)",
-    )
-    chain_fee_bump_percent: int = Field(
-        default=25, ge=10, description="Fee increase of a replacement transaction"
-    )
-    chain_max_fee_gwei: float = Field(
-        default=300.0, description="Cap on maxFeePerGas; above it sending waits"
-    )
-    chain_priority_fee_gwei: float = Field(
-        default=1.0, description="maxPriorityFeePerGas of a first transaction"
-    )
-    chain_gas_limit_margin_percent: int = Field(
-        default=20, description="Margin added to the estimated gas"
-    )
-    chain_signer_lock_ttl_ms: int = Field(
-        default=30_000,
-        description="TTL of the per-signer Redis lock (renewed while a transaction is in flight)",
-    )
-    chain_signer_lock_wait_ms: int = Field(
-        default=10_000,
-        description="Longest wait for a busy signer before the job is requeued (not an attempt)",
-    )
-    # An unreachable node is the node's state, not the action's fault (DESIGN §3): retried
-    # without spending attempts, waits doubling up to the max, for up to the outage window.
-    chain_outage_window_s: float = Field(
-        default=3_600.0,
-        gt=0,
-        description="How long an unreachable EVM node is retried before the action is DEAD",
-    )
-    chain_outage_retry_min_s: float = Field(
-        default=1.0, gt=0, description="First retry of an action after the node did not answer"
-    )
-    chain_outage_retry_max_s: float = Field(
-        default=30.0, gt=0, description="Longest wait between two tries while the node is down"
-    )
-    chain_keks: dict[str, SecretStr] = Field(
-        default_factory=dict,
-        description="Key-encryption keys of wallet keys (JSON {key_id: base64 of 32 bytes}); never logged",
-    )
-    chain_kek_id: str | None = Field(
-        default=None, description="Id in CHAIN_KEKS that encrypts new and rotated keys"
-    )
-    chain_lottery_address: str | None = Field(
-        default=None, description="BlockLucky address (overrides the `chain_contracts` table)"
-    )
-    chain_badge_address: str | None = Field(
-        default=None, description="BlockLuckyPOAP address (overrides the `chain_contracts` table)"
     )
 
     # --- storage port (shared/storage): where artefacts and uploads live ---
@@ -248,45 +181,7 @@ class Settings(BaseSettings):
         description="S3 addressing style (MinIO: path)",
     )
 
-    # --- scheduler: indexer, keeper, due emails, maintenance (issue 5; scheduler/, shared/chain/indexer*) ---
-    scheduler_chain_enabled: bool = Field(
-        default=True, description="Run the indexer and keeper (off: no chain work in the scheduler)"
-    )
-    indexer_interval_ms: int = Field(
-        default=3_000, ge=100, description="Period of the chain indexer"
-    )
-    indexer_confirmations: int = Field(
-        default=3, ge=0, description="Blocks below the head the indexer stays"
-    )
-    indexer_window_blocks: int = Field(
-        default=2_000, ge=1, le=2_000, description="Most blocks per eth_getLogs window"
-    )
-    indexer_tick_budget_s: float = Field(
-        default=2.0,
-        gt=0,
-        description="Windows indexed back to back per tick while catching up, within this time",
-    )
-    indexer_start_block: int | None = Field(
-        default=None,
-        description="First block indexed on an empty cursor (None: the lottery's deployment block)",
-    )
-    indexer_hash_depth: int = Field(
-        default=1_000,
-        ge=16,
-        description="Blocks of stored hashes kept below the cursor (deepest reorg handled)",
-    )
-    keeper_interval_ms: int = Field(
-        default=10_000, ge=100, description="Period of the lottery keeper"
-    )
-    keeper_lock_key: str = Field(
-        default="chain:keeper-lock", description="Redis key of the keeper's lock"
-    )
-    email_due_interval_s: float = Field(
-        default=60.0, gt=0, description="Period of email-seq:run_due"
-    )
-    maintenance_interval_s: float = Field(
-        default=60.0, gt=0, description="Period of the run-store maintenance"
-    )
+    # --- run-store maintenance (shared/maintenance.py) ---
     maintenance_dlq_threshold: int = Field(
         default=100,
         ge=0,

@@ -20,8 +20,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ROOT / "shared"
 
@@ -84,7 +82,6 @@ def test_patterns_tell_code_from_words() -> None:
         assert not any(p.search(line) for p in PATTERNS.values()), line
 
 
-@pytest.mark.xfail(strict=False, reason="issue 17 in progress")
 def test_kernel_names_no_domain() -> None:
     assert kernel_files(), f"no files under {KERNEL}"
     found = offenders()
