@@ -17,7 +17,7 @@ from . import output
 
 MASK = "***"
 SECRET_NAME = re.compile(
-    r"(password|passwd|secret|token|private|credential|api_?key|kek|(^|_)keys?$)", re.I
+    r"(password|passwd|secret|token(?!s)|private|credential|api_?key|kek|(^|_)keys?$)", re.I
 )
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 

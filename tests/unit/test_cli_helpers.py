@@ -123,3 +123,13 @@ def test_a_domain_that_fails_to_import_says_why(
     err = capsys.readouterr().err
     assert "fleet broken is unavailable" in err and "jfcli_missing_dependency" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_counts_of_tokens_are_not_secrets_but_tokens_are() -> None:
+    """Before: AI_MAX_OUTPUT_TOKENS and AI_TOKENS_PER_DAY printed as *** by `fleet config`."""
+    from shared.cli.settings import redact
+
+    assert redact("ai_max_output_tokens", 1024) == 1024
+    assert redact("ai_tokens_per_day", 500_000) == 500_000
+    assert redact("metrics_token", "s3cr3t") == "***"
+    assert redact("console_token", "s3cr3t") == "***"
