@@ -42,6 +42,7 @@ CHAIN_CLAIM_REFUND = JobSpec(
     custom_id=lambda p: chain_job_id("CLAIM_REFUND", p.chain_id, p.contract, p.round_id, p.payer),
 )
 
+
 def _registered() -> tuple[JobSpec, ...]:  # type: ignore[type-arg]
     from ..domains import job_specs
 

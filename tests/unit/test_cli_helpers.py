@@ -93,7 +93,9 @@ def domains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[
     }
 
 
-def test_domains_on_disk_are_registered_without_being_imported(domains: dict[str, tuple[str, str]]) -> None:
+def test_domains_on_disk_are_registered_without_being_imported(
+    domains: dict[str, tuple[str, str]],
+) -> None:
     import sys
 
     app = FleetApp()
