@@ -43,6 +43,8 @@ sys.path.insert(0, str(REPO))
 import aiosmtplib  # noqa: E402
 import psycopg  # noqa: E402
 
+from bench import machine  # noqa: E402
+from bench.proc_cpu import CpuMeter  # noqa: E402
 from bench.sandbox import Sandbox  # noqa: E402
 from shared.config import Settings  # noqa: E402
 from workers.email.settings import EmailSettings  # noqa: E402
@@ -123,7 +125,9 @@ def bare_pooled(messages: list[Any], port: int, connections: int) -> float:
     return len(messages) / (time.perf_counter() - started)
 
 
-def through_worker(sandbox: Sandbox, n: int, rep: int) -> float:
+def through_worker(
+    sandbox: Sandbox, n: int, rep: int, enqueue_s: list[float] | None = None
+) -> float:
     from shared.jobs import catalog
     from shared.runtime import Runtime
 
@@ -137,6 +141,8 @@ def through_worker(sandbox: Sandbox, n: int, rep: int) -> float:
         started = datetime.now(UTC)
         for payload in payloads:
             runtime.sender.send(catalog.EMAIL_SEND, payload)
+        if enqueue_s is not None:
+            enqueue_s.append((datetime.now(UTC) - started).total_seconds())
         ids = [p["entity_id"] for p in payloads]
         deadline = time.monotonic() + 300
         with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
@@ -153,6 +159,13 @@ def through_worker(sandbox: Sandbox, n: int, rep: int) -> float:
         return float(n / (last - started).total_seconds())
     finally:
         runtime.close()
+
+
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "load average: " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def main() -> None:
@@ -215,21 +228,38 @@ def main() -> None:
             "bare_sequential": [],
             "worker": [],
         }
+        # CPU ms per email by process group: the worker's tree, Postfix, Postgres, Redis, this
+        # process (the bare client, or the producer of the jobs), other sessions' processes.
+        meter = CpuMeter({"worker": lambda pid, comm, up: pid == worker.pid or worker.pid in up})
+        cpu: dict[str, list[dict[str, float]]] = {"bare_pooled": [], "worker": []}
+        enqueue_s: list[float] = []
+        machine_load: list[dict[str, Any]] = []
         for rep in range(args.repeat):
             messages = build_messages(args.n, EmailSettings())
             order = ["worker", "bare"] if rep % 2 else ["bare", "worker"]
+            machine_load.append(machine.snapshot(sandbox.dsn))
             for system in order:
                 if system == "bare":
                     figures["bare_concurrent"].append(bare(messages, port, args.threads))
                     pool_size = args.threads * args.processes
+                    meter.start()
                     figures["bare_pooled"].append(bare_pooled(messages, port, pool_size))
+                    cpu["bare_pooled"].append(meter.stop(args.n))
                     figures["bare_sequential"].append(bare(messages[: args.n // 2], port, 1))
                 else:
-                    figures["worker"].append(through_worker(sandbox, args.n, rep))
+                    meter.start()
+                    figures["worker"].append(through_worker(sandbox, args.n, rep, enqueue_s))
+                    cpu["worker"].append(meter.stop(args.n))
             print(
-                f"rep {rep + 1}: " + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in figures.items()),
+                f"rep {rep + 1}: "
+                + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in figures.items())
+                + f" (worker/bare_pooled {figures['worker'][-1] / figures['bare_pooled'][-1]:.2f};"
+                f" enqueue {enqueue_s[-1]:.2f} s; load {os.getloadavg()[0]:.2f},"
+                f" pg commit {machine_load[-1]['pg_commit_ms'] or 0:.2f} ms)",
                 flush=True,
             )
+            for system, samples in cpu.items():
+                print(f"  cpu ms/email {system}: {samples[-1]}", flush=True)
 
         med = {k: statistics.median(v) for k, v in figures.items()}
         result = {
@@ -238,9 +268,15 @@ def main() -> None:
             "ratio_worker_to_bare_concurrent": med["worker"] / med["bare_concurrent"],
             "ratio_worker_to_bare_pooled": med["worker"] / med["bare_pooled"],
             "ratio_worker_to_bare_sequential": med["worker"] / med["bare_sequential"],
-            "runs": figures,
+            "runs": figures, "enqueue_s": enqueue_s, "cpu_ms_per_email": cpu,
+            "machine": machine_load, "uptime": uptime(),
         }  # fmt: skip
         print(json.dumps(result, indent=2))
+        print(
+            f"fleet {med['worker']:.0f} emails/s, baseline (bare_pooled: {args.processes * args.threads}"
+            f" persistent aiosmtplib connections, no jobfleet) {med['bare_pooled']:.0f} emails/s,"
+            f" ratio {result['ratio_worker_to_bare_pooled']:.2f}; uptime: {result['uptime']}"
+        )
         if args.json:
             args.json.write_text(json.dumps(result, indent=2))
     finally:

@@ -86,15 +86,14 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
     now = m.clock()
     # Not durable on purpose: a row created from the payload, or marked UNCONFIRMED, that a crash
     # loses is derived again by the redelivery. SENDING and SENT are the writes that must last.
-    # One round trip for the three queries (pipeline): under load each costs a context switch.
-    with m.pool.connection() as conn, conn.pipeline():
-        bounce = sequences.query_bounce(conn, payload.org_id, payload.recipient_email)
-        tracked = (
-            tracking.query_enabled(conn, payload.org_id)
-            if payload.template_key in m.settings.tracked_templates
-            else None
-        )
-        row = store.load_for_send(conn, payload, now)
+    # One statement for the row and its checks (suppression, tracking switch): under load each
+    # round trip costs CPU on both sides (issue 16).
+    tracked = payload.template_key in m.settings.tracked_templates
+    checks = [sequences.bounce_check(payload.org_id, payload.recipient_email)]
+    if tracked:
+        checks.append(tracking.enabled_check(payload.org_id))
+    with m.pool.connection() as conn:
+        row, values = store.load_for_send(conn, payload, now, also=checks)
         stop = _stop_before_send(
             conn,
             row,
@@ -103,9 +102,11 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
             m.sending_grace_s,
             bounce=None
             if payload.template_key in m.settings.bounce_exempt_templates
-            else sequences.bounce_of(bounce),
+            else sequences.bounce_of(values[0]),
         )
-        track = stop is None and tracking.enabled_of(tracked)
+        track = stop is None and tracking.enabled_of(
+            values[1] if tracked else None, tracked=tracked
+        )
     if stop is not None:
         if stop.error is not None:
             raise stop.error
@@ -142,8 +143,7 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
 
     def claim() -> None:
         nonlocal claimed
-        with m.pool.connection() as conn, conn.pipeline():
-            conn.execute("SET LOCAL synchronous_commit TO on")
+        with store.autocommit(m.pool) as conn:  # one durable statement, one round trip
             if not store.mark_sending(conn, row.id, message_id, m.clock()):
                 raise _LostRace(str(row.id))
         claimed = True
@@ -372,7 +372,11 @@ def _record_sent(
         before_sleep=retrying,
         reraise=True,
     ):
-        with attempt, m.pool.connection() as conn, conn.pipeline():
-            conn.execute("SET LOCAL synchronous_commit TO on")
-            store.mark_sent(conn, row.id, reply, refused, sent_at)
-            sequences.after_sent(conn, row, sent_at)
+        with attempt:
+            if row.sequence_id is None:  # one durable statement, one round trip
+                with store.autocommit(m.pool) as conn:
+                    store.mark_sent(conn, row.id, reply, refused, sent_at)
+            else:
+                with m.pool.connection() as conn:  # SENT and the next step, one transaction
+                    store.mark_sent(conn, row.id, reply, refused, sent_at)
+                    sequences.after_sent(conn, row, sent_at)

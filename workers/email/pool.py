@@ -3,11 +3,14 @@
 One connection per email cost a TCP and SMTP handshake each time (~75 emails/s to Postfix)
 and, with a relay that limits concurrent connections per client, got most of them refused.
 The pool keeps at most `per_host` connections open to each server and lends them to the
-worker threads one transaction at a time; a thread beyond the limit waits for one.
+worker threads one transaction at a time; a thread beyond the limit waits for one (at most
+4 x the SMTP timeout, then the email is deferred).
 
-All SMTP I/O runs on one event loop in a thread of its own; a worker thread runs each phase of
-its transaction there and waits for it, and calls `before_data` (a database write) itself, so
-the loop never blocks. A connection goes back to the pool only in a known state:
+The worker thread runs the whole transaction itself on the connection it borrowed (smtplib,
+blocking calls bounded by the socket timeout), `before_data` (a database write) included:
+no event loop, no hand-off between threads (each cost two context switches and two waits for
+the GIL per phase; the CPU of the machine, not the server, bounded the rate). A connection goes
+back to the pool only in a known state:
 - after 250 to DATA, or any reply to DATA (the transaction is over either way);
 - after a refusal of MAIL or of the primary RCPT, or a `before_data` that raised, once RSET
   is answered;
@@ -15,19 +18,21 @@ the loop never blocks. A connection goes back to the pool only in a known state:
 A pooled connection the server closed meanwhile (its idle timeout) is found at the first
 command, before anything is sent, and replaced by a new one transparently. Connections idle
 for longer than `idle_s` are closed.
+
+An exception raised in the thread from outside (dramatiq's time limit: it surfaces once a
+blocking call returns) is handled like any other: a thread interrupted while waiting for a
+connection takes none (and passes on the wake-up it may have consumed); one interrupted during
+its transaction closes the connection and frees its slot.
 """
 
 from __future__ import annotations
 
-import asyncio
+import smtplib
 import threading
 import time
-from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import aiosmtplib
+from typing import TYPE_CHECKING
 
 from . import smtp
 from .message import Envelope
@@ -36,20 +41,19 @@ from .smtp import Accepted, SmtpConfig, SmtpDeferred, SmtpFailure
 if TYPE_CHECKING:
     from .settings import EmailSettings
 
-T = TypeVar("T")
-
 
 @dataclass
 class _Host:
-    slots: asyncio.Semaphore
+    #: Connections lent out now (at most `per_host`).
+    busy: int = 0
     #: (connection, monotonic time it became idle), most recent last.
-    idle: list[tuple[aiosmtplib.SMTP, float]] = field(default_factory=list)
+    idle: list[tuple[smtplib.SMTP, float]] = field(default_factory=list)
     opened: int = 0
 
 
 @dataclass
 class _Lease:
-    client: aiosmtplib.SMTP
+    client: smtplib.SMTP
     reused: bool
 
 
@@ -58,18 +62,12 @@ class SmtpPool:
         self.per_host = per_host
         self.idle_s = idle_s
         self._hosts: dict[SmtpConfig, _Host] = {}
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="smtp-pool", daemon=True
-        )
-        self._thread.start()
+        self._changed = threading.Condition(threading.Lock())
         self._closed = False
 
     @classmethod
     def from_settings(cls, settings: EmailSettings) -> SmtpPool:
         return cls(per_host=settings.smtp_pool_size, idle_s=settings.smtp_pool_idle_s)
-
-    # -- from the worker threads -----------------------------------------------------------
 
     def send(
         self,
@@ -79,157 +77,121 @@ class SmtpPool:
         *,
         before_data: Callable[[], None],
     ) -> Accepted:
-        """One transaction on a pooled connection (same contract as a fresh connection).
-        Two hops to the pool's loop (before and after `before_data`): each hop waits for the
-        GIL twice, which costs more than the SMTP round trips under load."""
-        lease, refused = self._run(
-            self._start(config, envelope),
-            abandon=lambda r: self._checkin(config, r[0].client, False),
-        )
+        """One transaction on a pooled connection (same contract as a fresh connection):
+        MAIL and RCPT, `before_data()`, then DATA."""
+        host = self._acquire(config)
+        lease: _Lease | None = None
+        keep = False
         try:
-            before_data()
-        except BaseException:
-            self._run(self._abort(config, lease))
-            raise
-        reply = self._run(self._finish(config, lease, content))
-        return Accepted(reply=reply, refused=refused)
+            lease = self._checkout(config, host)
+            try:
+                refused = self._begin(config, host, lease, envelope)
+            except SmtpFailure as exc:
+                keep = exc.reusable and smtp.reset(lease.client)
+                raise
+            try:
+                before_data()
+            except BaseException:
+                keep = smtp.reset(lease.client)  # nothing was sent: RSET, keep the connection
+                raise
+            try:
+                reply = smtp.send_data(lease.client, content)
+            except SmtpFailure as exc:
+                keep = exc.reusable  # a reply to DATA ends the transaction
+                raise
+            keep = True
+            return Accepted(reply=reply, refused=refused)
+        finally:
+            self._checkin(host, lease, keep)
 
     def stats(self) -> dict[str, int]:
         """Connections opened so far and idle now, summed over the servers."""
-        return self._run(self._stats())
+        with self._changed:
+            return {
+                "opened": sum(h.opened for h in self._hosts.values()),
+                "idle": sum(len(h.idle) for h in self._hosts.values()),
+            }
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._run(self._close_all())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+        """QUIT the idle connections; those lent out are closed when they come back."""
+        with self._changed:
+            self._closed = True
+            idle = [client for host in self._hosts.values() for client, _ in host.idle]
+            for host in self._hosts.values():
+                host.idle.clear()
+        for client in idle:
+            smtp.close(client, polite=True)
 
-    def _run(
-        self,
-        coro: Coroutine[Any, Any, T],
-        *,
-        abandon: Callable[[T], Coroutine[Any, Any, None]] | None = None,
-    ) -> T:
-        """Run `coro` on the pool's loop and wait. Interrupted while waiting (dramatiq's time
-        limit raises in this thread, but only once `result()` has returned: a lock wait is not
-        interrupted), a phase that still runs is cancelled (each phase returns its connection
-        when cancelled), and one that succeeded hands its result to `abandon`."""
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        try:
-            return future.result()
-        except BaseException:
-            if abandon is not None:
-                future.add_done_callback(lambda f: self._abandon(f, abandon))
-            future.cancel()
-            raise
+    # -- the slots --------------------------------------------------------------------------
 
-    def _abandon(
-        self, future: Future[T], abandon: Callable[[T], Coroutine[Any, Any, None]]
-    ) -> None:
-        if future.cancelled() or future.exception() is not None:
-            return
-        result = future.result()
-        self._loop.call_soon_threadsafe(lambda: self._loop.create_task(abandon(result)))
-
-    # -- on the pool's loop ----------------------------------------------------------------
-
-    def _host(self, config: SmtpConfig) -> _Host:
-        host = self._hosts.get(config)
-        if host is None:
-            host = self._hosts[config] = _Host(slots=asyncio.Semaphore(self.per_host))
-        return host
-
-    async def _checkout(self, config: SmtpConfig) -> _Lease:
-        host = self._host(config)
+    def _acquire(self, config: SmtpConfig) -> _Host:
+        """A slot for `config`'s server: `busy` counted for this thread on return."""
         wait_s = 4 * config.timeout_s  # every holder is bounded by the SMTP timeouts
-        try:
-            await asyncio.wait_for(host.slots.acquire(), wait_s)
-        except TimeoutError:
-            raise SmtpDeferred(
-                f"no free connection to {config.host}:{config.port} within {wait_s:g} s "
-                f"({self.per_host} in use)",
-                stage="connect",
-            ) from None
+        deadline = time.monotonic() + wait_s
+        with self._changed:
+            host = self._hosts.get(config)
+            if host is None:
+                host = self._hosts[config] = _Host()
+            while host.busy >= self.per_host:
+                remaining = deadline - time.monotonic()
+                try:
+                    if remaining <= 0 or not self._changed.wait(remaining):
+                        raise SmtpDeferred(
+                            f"no free connection to {config.host}:{config.port} within "
+                            f"{wait_s:g} s ({self.per_host} in use)",
+                            stage="connect",
+                        )
+                except BaseException:
+                    self._changed.notify()  # a wake-up this thread consumed goes to another
+                    raise
+            host.busy += 1  # (no call between the count and the return: nothing interrupts)
+            return host
+
+    def _checkout(self, config: SmtpConfig, host: _Host) -> _Lease:
+        """The most recently used idle connection, or a new one (`SmtpDeferred`...)."""
+        expired: list[smtplib.SMTP] = []
         now = time.monotonic()
-        while host.idle:
-            client, since = host.idle.pop()
-            if now - since < self.idle_s and client.is_connected:
-                return _Lease(client, reused=True)
-            await smtp.close(client, polite=False)
-        try:
-            client = await smtp.connect(config)
-        except BaseException:
-            host.slots.release()
-            raise
-        host.opened += 1
-        return _Lease(client, reused=False)
-
-    async def _start(self, config: SmtpConfig, envelope: Envelope) -> tuple[_Lease, dict[str, str]]:
-        """A connection and MAIL + RCPT on it; the connection is back in the pool on failure."""
-        lease = await self._checkout(config)
-        try:
-            refused = await self._begin(config, lease, envelope)
-        except SmtpFailure as exc:
-            keep = exc.reusable and await smtp.reset(lease.client)
-            await self._checkin(config, lease.client, keep)
-            raise
-        except BaseException:
-            await self._checkin(config, lease.client, False)
-            raise
-        return lease, refused
-
-    async def _abort(self, config: SmtpConfig, lease: _Lease) -> None:
-        """`before_data` refused to go on: RSET the open transaction, keep the connection."""
-        keep = False
-        try:
-            keep = await smtp.reset(lease.client)
-        finally:
-            await self._checkin(config, lease.client, keep)
-
-    async def _finish(self, config: SmtpConfig, lease: _Lease, content: bytes) -> str:
-        """DATA, then the connection back: kept after any reply, closed after an I/O error."""
-        try:
-            reply = await smtp.send_data(lease.client, content)
-        except SmtpFailure as exc:
-            await self._checkin(config, lease.client, exc.reusable)
-            raise
-        except BaseException:
-            await self._checkin(config, lease.client, False)
-            raise
-        await self._checkin(config, lease.client, True)
-        return reply
-
-    async def _begin(self, config: SmtpConfig, lease: _Lease, envelope: Envelope) -> dict[str, str]:
-        try:
-            return await smtp.begin(lease.client, config, envelope, reused=lease.reused)
-        except smtp.StaleConnection:
-            await smtp.close(lease.client, polite=False)
-            lease.client = await smtp.connect(config)
-            lease.reused = False
-            self._host(config).opened += 1
-            return await smtp.begin(lease.client, config, envelope, reused=False)
-
-    async def _checkin(self, config: SmtpConfig, client: aiosmtplib.SMTP, keep: bool) -> None:
-        host = self._host(config)
-        try:
-            if keep and client.is_connected and not self._closed:
-                host.idle.append((client, time.monotonic()))
-            else:
-                await smtp.close(client, polite=keep)
-        finally:
-            host.slots.release()
-
-    async def _stats(self) -> dict[str, int]:
-        return {
-            "opened": sum(h.opened for h in self._hosts.values()),
-            "idle": sum(len(h.idle) for h in self._hosts.values()),
-        }
-
-    async def _close_all(self) -> None:
-        for host in self._hosts.values():
+        found: smtplib.SMTP | None = None
+        with self._changed:
             while host.idle:
-                client, _ = host.idle.pop()
-                await smtp.close(client, polite=True)
+                client, since = host.idle.pop()
+                if now - since < self.idle_s and smtp.is_connected(client):
+                    found = client
+                    break
+                expired.append(client)
+        for client in expired:
+            smtp.close(client, polite=False)
+        if found is not None:
+            return _Lease(found, reused=True)
+        return _Lease(self._connect(config, host), reused=False)
+
+    def _connect(self, config: SmtpConfig, host: _Host) -> smtplib.SMTP:
+        client = smtp.connect(config)
+        with self._changed:
+            host.opened += 1
+        return client
+
+    def _begin(
+        self, config: SmtpConfig, host: _Host, lease: _Lease, envelope: Envelope
+    ) -> dict[str, str]:
+        try:
+            return smtp.begin(lease.client, config, envelope, reused=lease.reused)
+        except smtp.StaleConnection:
+            smtp.close(lease.client, polite=False)
+            lease.client = self._connect(config, host)
+            lease.reused = False
+            return smtp.begin(lease.client, config, envelope, reused=False)
+
+    def _checkin(self, host: _Host, lease: _Lease | None, keep: bool) -> None:
+        """The connection back (idle) or closed, and the slot free."""
+        try:
+            if lease is not None:
+                if keep and smtp.is_connected(lease.client) and not self._closed:
+                    with self._changed:
+                        host.idle.append((lease.client, time.monotonic()))
+                else:
+                    smtp.close(lease.client, polite=keep)
+        finally:
+            with self._changed:
+                host.busy -= 1
+                self._changed.notify()

@@ -135,21 +135,21 @@ def is_active(conn: psycopg.Connection[Any], sequence_id: UUID) -> bool:
     return row is not None and row[0] == "ACTIVE"
 
 
-def query_bounce(conn: psycopg.Connection[Any], org_id: UUID, email: str) -> psycopg.Cursor[Any]:
-    """Start looking up the bounce that suppressed `email` in the org (a cursor for
-    `bounce_of`): queued in the caller's pipeline with the row's own queries."""
-    return conn.execute(
-        "SELECT detail FROM email_suppressions WHERE org_id = %s AND email = lower(%s)"
-        " AND reason = %s",
+def bounce_check(org_id: UUID, email: str) -> tuple[str, tuple[Any, ...]]:
+    """The scalar subquery (and its parameters) reading the bounce that suppressed `email` in
+    the org, for `bounce_of`: read in the same statement as the row (store.load_for_send).
+    NULL: no bounce; "" : a bounce without detail."""
+    return (
+        "(SELECT coalesce(detail, '') FROM email_suppressions WHERE org_id = %s"
+        " AND email = lower(%s) AND reason = %s)",
         (org_id, email, BOUNCED),
     )
 
 
-def bounce_of(cursor: psycopg.Cursor[Any]) -> str | None:
+def bounce_of(detail: str | None) -> str | None:
     """ "BOUNCED: 550 ..." when the address hard-bounced, else None. Checked before every send,
     transactional ones included (issue 16)."""
-    row = cursor.fetchone()
-    return None if row is None else f"{BOUNCED}: {row[0] or 'hard bounce'}"
+    return None if detail is None else f"{BOUNCED}: {detail or 'hard bounce'}"
 
 
 def is_suppressed(conn: psycopg.Connection[Any], org_id: UUID, email: str) -> bool:

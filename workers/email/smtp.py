@@ -1,4 +1,4 @@
-"""One SMTP transaction with aiosmtplib, in phases, and what its outcome means.
+"""One SMTP transaction with smtplib, in phases, and what its outcome means.
 
 The transaction is driven step by step (MAIL, RCPT per recipient, DATA) instead of
 `send_message`, for two reasons:
@@ -8,7 +8,11 @@ The transaction is driven step by step (MAIL, RCPT per recipient, DATA) instead 
   (nobody gets it), a copy refused while the primary is accepted is a partial delivery whose
   refusals are reported (aiosmtplib's `send_message` returns them instead of raising).
 The connection comes from the process's pool (pool.py) and goes back to it when the server's
-replies leave it in a known state (`SmtpFailure.reusable`).
+replies leave it in a known state (`SmtpFailure.reusable`). The calls block the worker thread
+that makes them (a socket timeout of `timeout_s` bounds each); the GIL is released while they
+wait, so the threads of a process send at once (issue 16: smtplib in the worker thread costs a
+third of the CPU of aiosmtplib on an event loop in another thread, with its two thread hand-offs
+per email).
 
 Outcomes: `Accepted` (the server took responsibility: 250 to DATA); `SmtpRejected` (a 5xx reply,
 or a misconfiguration such as STARTTLS not offered: retrying cannot help); `SmtpDeferred` (a
@@ -20,11 +24,12 @@ have accepted the message; SMTP offers no way to ask afterwards, RFC 5321 §6.1)
 from __future__ import annotations
 
 import contextlib
+import re
+import smtplib
 import socket
+import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-
-import aiosmtplib
 
 from .message import Envelope
 
@@ -41,8 +46,8 @@ class SmtpConfig:
     password: str | None = field(default=None, repr=False)
     timeout_s: float = 10.0
     validate_certs: bool = True
-    #: EHLO name; resolved once per process (aiosmtplib otherwise runs `getfqdn` in a new
-    #: thread on every connection).
+    #: EHLO name; resolved once per process (smtplib otherwise runs `getfqdn` on every
+    #: connection).
     local_hostname: str | None = None
 
     @classmethod
@@ -106,51 +111,42 @@ class SmtpOutcomeUnknown(SmtpFailure):
     """The connection was lost while DATA was in flight: accepted or not, nobody can tell."""
 
 
-def _reply(code: int, message: str) -> str:
-    return f"{code} {' '.join(message.split())}".strip()
+def _text(message: bytes | str) -> str:
+    return message.decode("utf-8", "replace") if isinstance(message, bytes) else message
+
+
+def _reply(code: int, message: bytes | str) -> str:
+    return f"{code} {' '.join(_text(message).split())}".strip()
 
 
 def _classify(
-    exc: aiosmtplib.SMTPResponseException, stage: str, recipient: str | None = None
+    code: int, message: bytes | str, stage: str, recipient: str | None = None
 ) -> SmtpFailure:
-    kind = SmtpRejected if 500 <= exc.code < 600 else SmtpDeferred
+    kind = SmtpRejected if 500 <= code < 600 else SmtpDeferred
     # 421: the server is closing the connection (RFC 5321 §3.8), whatever the command.
     return kind(
-        _reply(exc.code, exc.message),
-        stage=stage,
-        code=exc.code,
-        recipient=recipient,
-        reusable=exc.code != 421,
+        _reply(code, message), stage=stage, code=code, recipient=recipient, reusable=code != 421
     )
 
 
-def client_for(config: SmtpConfig) -> aiosmtplib.SMTP:
-    return aiosmtplib.SMTP(
-        hostname=config.host,
-        port=config.port,
-        username=config.username,
-        password=config.password,
-        timeout=config.timeout_s,
-        local_hostname=config.local_hostname,
-        use_tls=config.security == "tls",
-        start_tls=config.security == "starttls",  # False: never, not even opportunistic
-        validate_certs=config.validate_certs,
-    )
+def _tls_context(config: SmtpConfig) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if not config.validate_certs:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 SMTPUTF8_NOT_SUPPORTED = "SMTPUTF8_NOT_SUPPORTED"
 
 
-async def _mail_options(
-    client: aiosmtplib.SMTP, config: SmtpConfig, envelope: Envelope
-) -> tuple[list[str], str]:
-    """MAIL FROM options and the command encoding: SMTPUTF8 when an address needs it and the
-    server offers it (RFC 6531 §3.4); a server without it can never take such an address."""
+def _mail_options(client: smtplib.SMTP, config: SmtpConfig, envelope: Envelope) -> list[str]:
+    """MAIL FROM options, with the command encoding set: SMTPUTF8 when an address needs it and
+    the server offers it (RFC 6531 §3.4); a server without it can never take such an address."""
     if not envelope.smtputf8:
-        return [], "ascii"
-    if client.is_ehlo_or_helo_needed:
-        await client.ehlo()
-    if not client.supports_extension("smtputf8"):
+        client.command_encoding = "ascii"
+        return []
+    if not client.has_extn("smtputf8"):
         raise SmtpRejected(
             f"{config.host}:{config.port} does not offer SMTPUTF8, needed by a non-ASCII local "
             f"part in {', '.join(a for a in (envelope.sender, *envelope.recipients) if not a.isascii())}",
@@ -158,91 +154,138 @@ async def _mail_options(
             error_code=SMTPUTF8_NOT_SUPPORTED,
             reusable=True,
         )
-    return ["SMTPUTF8"], "utf-8"
+    client.command_encoding = "utf-8"
+    return ["SMTPUTF8"]
 
 
-async def connect(config: SmtpConfig) -> aiosmtplib.SMTP:
-    """A new connection, greeted; `SmtpDeferred` (or `SmtpRejected` for a TLS setting the
-    server cannot serve) when it cannot be opened."""
-    client = client_for(config)
+def _open(config: SmtpConfig) -> smtplib.SMTP:
+    """Connected, greeted (220), EHLO answered, TLS and login done as configured."""
+    if config.security == "tls":
+        client: smtplib.SMTP = smtplib.SMTP_SSL(
+            config.host, config.port, local_hostname=config.local_hostname,
+            timeout=config.timeout_s, context=_tls_context(config),
+        )  # fmt: skip
+    else:
+        client = smtplib.SMTP(
+            config.host, config.port, local_hostname=config.local_hostname, timeout=config.timeout_s
+        )
     try:
-        await client.connect()
-    except aiosmtplib.SMTPResponseException as exc:
+        client.ehlo_or_helo_if_needed()
+        if config.security == "starttls":  # never opportunistic: plain means plain
+            if not client.has_extn("starttls"):
+                raise smtplib.SMTPNotSupportedError("STARTTLS extension not supported by server.")
+            code, message = client.starttls(context=_tls_context(config))
+            if code != 220:
+                raise smtplib.SMTPResponseException(code, message)
+            client.ehlo()
+        if config.username:
+            client.login(config.username, config.password or "")
+    except BaseException:
         client.close()
-        raise _classify(exc, "connect") from None
-    except aiosmtplib.SMTPNotSupported as exc:
-        client.close()
-        raise SmtpRejected(f"{config.host}:{config.port}: {exc}", stage="tls") from None
-    except (aiosmtplib.SMTPException, OSError) as exc:
-        client.close()
-        raise SmtpDeferred(f"{type(exc).__name__}: {exc}", stage="connect") from None
+        raise
     return client
+
+
+def connect(config: SmtpConfig) -> smtplib.SMTP:
+    """A new connection, greeted; `SmtpDeferred` (or `SmtpRejected` for a TLS setting the
+    server cannot serve, or a 5xx greeting or login reply) when it cannot be opened."""
+    try:
+        return _open(config)
+    except smtplib.SMTPNotSupportedError as exc:
+        raise SmtpRejected(f"{config.host}:{config.port}: {exc}", stage="tls") from None
+    except smtplib.SMTPResponseException as exc:
+        raise _classify(exc.smtp_code, exc.smtp_error, "connect") from None
+    except (smtplib.SMTPException, OSError) as exc:
+        raise SmtpDeferred(
+            f"SMTPConnectError: cannot connect to {config.host}:{config.port}: "
+            f"{type(exc).__name__}: {exc}",
+            stage="connect",
+        ) from None
+
+
+def is_connected(client: smtplib.SMTP) -> bool:
+    return client.sock is not None
 
 
 class StaleConnection(Exception):
     """A pooled connection the server had closed: nothing was sent on it, open another."""
 
 
-async def begin(
-    client: aiosmtplib.SMTP, config: SmtpConfig, envelope: Envelope, *, reused: bool
+def begin(
+    client: smtplib.SMTP, config: SmtpConfig, envelope: Envelope, *, reused: bool
 ) -> dict[str, str]:
     """MAIL and RCPT; returns the copies refused while the primary recipient was accepted.
     On a reused connection, a first command that finds it closed is a `StaleConnection`."""
     stage = "mail"
     try:
+        options = _mail_options(client, config, envelope)
         try:
-            options, encoding = await _mail_options(client, config, envelope)
-            await client.mail(envelope.sender, options=options, encoding=encoding)
-        except (aiosmtplib.SMTPServerDisconnected, ConnectionError) as exc:
-            if reused:
+            code, message = client.mail(envelope.sender, options)
+        except (smtplib.SMTPServerDisconnected, ConnectionError) as exc:
+            # (smtplib reports a read timeout as a disconnection: a server that hangs is no
+            # stale connection)
+            if reused and not isinstance(exc.__context__, TimeoutError):
                 raise StaleConnection(str(exc)) from None
             raise
-        except aiosmtplib.SMTPResponseException as exc:
-            if reused and exc.code == 421:  # an idle timeout the server announced
-                raise StaleConnection(str(exc)) from None
-            raise
+        if code != 250:
+            if reused and code == 421:  # an idle timeout the server announced
+                raise StaleConnection(_reply(code, message))
+            raise _classify(code, message, "mail")
         refused: dict[str, str] = {}
         stage = "rcpt"
         for index, recipient in enumerate(envelope.recipients):
-            try:
-                await client.rcpt(recipient, encoding=encoding)
-            except aiosmtplib.SMTPRecipientRefused as exc:
+            code, message = client.rcpt(recipient)
+            if code not in (250, 251):
                 if index == 0:
-                    raise _classify(exc, "rcpt", recipient) from None
-                refused[recipient] = _reply(exc.code, exc.message)
+                    raise _classify(code, message, "rcpt", recipient)
+                refused[recipient] = _reply(code, message)
         return refused
-    except aiosmtplib.SMTPResponseException as exc:
-        raise _classify(exc, stage) from None
-    except (aiosmtplib.SMTPException, OSError) as exc:
+    except smtplib.SMTPResponseException as exc:
+        raise _classify(exc.smtp_code, exc.smtp_error, stage) from None
+    except (smtplib.SMTPException, OSError) as exc:
         raise SmtpDeferred(f"{type(exc).__name__}: {exc}", stage=stage) from None
 
 
-async def send_data(client: aiosmtplib.SMTP, content: bytes) -> str:
-    """DATA; the server's reply when it accepted the message."""
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _crlf(content: bytes) -> bytes:
+    """Every line ended by CRLF (RFC 5321 §2.3.8); the serializer writes them already."""
+    crlf = content.count(b"\r\n")
+    if content.count(b"\n") == crlf and content.count(b"\r") == crlf:
+        return content
+    return _LINE_END.sub(b"\r\n", content)
+
+
+def send_data(client: smtplib.SMTP, content: bytes) -> str:
+    """DATA (smtplib dot-stuffs the content); the server's reply when it accepted the message."""
     try:
-        response = await client.data(content)
-    except aiosmtplib.SMTPResponseException as exc:
-        # A reply: definitely not accepted, and the transaction is over (the connection is fine).
-        raise _classify(exc, "data") from None
-    except (aiosmtplib.SMTPException, OSError) as exc:
+        code, message = client.data(_crlf(content))
+    except smtplib.SMTPResponseException as exc:
+        # A reply to DATA: definitely not accepted, the connection is fine.
+        raise _classify(exc.smtp_code, exc.smtp_error, "data") from None
+    except (smtplib.SMTPException, OSError) as exc:
         raise SmtpOutcomeUnknown(f"{type(exc).__name__} during DATA: {exc}", stage="data") from None
-    return _reply(response.code, response.message)
+    if code != 250:
+        # A reply to the content: not accepted, and the transaction is over.
+        raise _classify(code, message, "data")
+    return _reply(code, message)
 
 
-async def reset(client: aiosmtplib.SMTP) -> bool:
+def reset(client: smtplib.SMTP) -> bool:
     """RSET after an aborted transaction; False when the connection is not fit for reuse."""
-    if not client.is_connected:
+    if not is_connected(client):
         return False
     try:
-        await client.rset()
-    except (aiosmtplib.SMTPException, OSError):
+        code, _ = client.rset()
+    except (smtplib.SMTPException, OSError):
         return False
-    return True
+    return code == 250
 
 
-async def close(client: aiosmtplib.SMTP, *, polite: bool) -> None:
-    if polite and client.is_connected:
-        with contextlib.suppress(aiosmtplib.SMTPException, OSError):
-            await client.quit()
-    if client.is_connected:
+def close(client: smtplib.SMTP, *, polite: bool) -> None:
+    if polite and is_connected(client):
+        with contextlib.suppress(smtplib.SMTPException, OSError):
+            client.quit()
+    with contextlib.suppress(OSError):
         client.close()

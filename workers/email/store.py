@@ -6,19 +6,27 @@
                      \\-> FAILED (template, address) | CANCELED (sequence stopped)
 
 SENDING is written durably just before DATA; SENT only after the server accepted the message.
-Functions take an open psycopg connection; the caller owns the transaction.
+Functions take an open psycopg connection; the caller owns the transaction. A send costs three
+statements (issue 16: the round trips, not the rows, were the Postgres and worker CPU per email):
+the row created or locked with the checks it needs (`load_for_send`, one statement), SENDING
+and SENT each a single-statement durable commit on an `autocommit` connection (`DURABLE`).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
 
 from shared.contracts.email import EmailSendV1
 
@@ -61,34 +69,68 @@ class EmailRow:
 
 COLUMNS = ", ".join(EmailRow.__dataclass_fields__)
 
-INSERT_FROM_PAYLOAD = """
+#: Created from the payload, or the existing row locked (FOR UPDATE's lock, taken by the no-op
+#: update) when it belongs to the payload's org; no row returned for another org's id.
+LOAD_FOR_SEND = f"""
 INSERT INTO scheduled_emails (id, org_id, template_key, lang, recipient_email, recipient_name,
                               variables, reply_to, status, send_at)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'QUEUED', %s)
-ON CONFLICT (id) DO NOTHING
-"""
+ON CONFLICT (id) DO UPDATE SET status = scheduled_emails.status
+WHERE scheduled_emails.org_id = EXCLUDED.org_id
+RETURNING {COLUMNS}"""
 
 
 def load_for_send(
-    conn: psycopg.Connection[Any], payload: EmailSendV1, now: datetime
-) -> EmailRow | None:
+    conn: psycopg.Connection[Any],
+    payload: EmailSendV1,
+    now: datetime,
+    *,
+    also: Sequence[tuple[str, tuple[Any, ...]]] = (),
+) -> tuple[EmailRow | None, list[Any]]:
     """The row of `payload.entity_id` in `payload.org_id`, locked; created from the payload when
-    the producer sent the job without writing a row first. None: the id belongs to another org."""
-    conn.execute(
-        INSERT_FROM_PAYLOAD,
-        (
-            payload.entity_id,
-            payload.org_id,
-            payload.template_key,
-            payload.lang,
-            payload.recipient_email,
-            payload.recipient_name,
-            Jsonb(payload.variables),
-            payload.reply_to,
-            now,
-        ),
-    )
-    return get(conn, payload.entity_id, payload.org_id, lock=True)
+    the producer sent the job without writing a row first. None: the id belongs to another org.
+    `also`: scalar subqueries `(sql, params)` read in the same statement (the checks of a send:
+    suppression, tracking switch); their values follow, None when no row is returned."""
+    sql = LOAD_FOR_SEND + "".join(f", {subquery}" for subquery, _ in also)
+    params: list[Any] = [
+        payload.entity_id,
+        payload.org_id,
+        payload.template_key,
+        payload.lang,
+        payload.recipient_email,
+        payload.recipient_name,
+        Jsonb(payload.variables),
+        payload.reply_to,
+        now,
+    ]
+    for _, extra in also:
+        params.extend(extra)
+    found = conn.execute(sql, params).fetchone()
+    if found is None:
+        return None, [None] * len(also)
+    width = len(EmailRow.__dataclass_fields__)
+    return EmailRow(*found[:width]), list(found[width:])
+
+
+#: In the FROM list of a write: its transaction (an autocommit statement's own) commits
+#: durably (synchronous_commit on, which the worker's pool turns off) without a SET LOCAL
+#: round trip.
+DURABLE = "(SELECT set_config('synchronous_commit', 'on', true)) AS durable"
+
+
+@contextlib.contextmanager
+def autocommit(pool: ConnectionPool) -> Iterator[psycopg.Connection[Any]]:
+    """A pooled connection whose statements each commit on their own: a single-statement write
+    is one round trip (no BEGIN, no COMMIT). Transactional again when it goes back."""
+    with pool.connection() as conn:
+        conn.autocommit = True
+        try:
+            yield conn
+        finally:
+            try:
+                conn.autocommit = False
+            except psycopg.Error:
+                conn.close()  # not fit for the next borrower: the pool replaces it
 
 
 def get(
@@ -140,13 +182,14 @@ def insert(
 def mark_sending(
     conn: psycopg.Connection[Any], email_id: UUID, message_id: str, now: datetime
 ) -> bool:
-    """Claim the send; False when another delivery holds it (or it is no longer sendable)."""
+    """Claim the send, durably; False when another delivery holds it (or it is no longer
+    sendable)."""
     claimed = conn.execute(
         "UPDATE scheduled_emails SET status = 'SENDING', message_id = %s, sending_at = %s,"
         " attempts = attempts + 1, error_code = NULL, error = NULL, updated_at = %s"
-        " WHERE id = %s AND status = ANY(%s) RETURNING id",
+        f" FROM {DURABLE} WHERE id = %s AND status = ANY(%s) RETURNING id",
         (message_id, now, now, email_id, list(SENDABLE)),
-    ).fetchone()  # (not rowcount: it is not known before a pipeline's sync)
+    ).fetchone()
     return claimed is not None
 
 
@@ -157,9 +200,10 @@ def mark_sent(
     refused: dict[str, str],
     now: datetime,
 ) -> None:
+    """SENT, durably."""
     conn.execute(
         "UPDATE scheduled_emails SET status = 'SENT', smtp_reply = %s, refused = %s, sent_at = %s,"
-        " updated_at = %s WHERE id = %s",
+        f" updated_at = %s FROM {DURABLE} WHERE id = %s",
         (reply, Jsonb(refused) if refused else None, now, now, email_id),
     )
 

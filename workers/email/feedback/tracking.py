@@ -44,17 +44,20 @@ EVENTS = Counter(
 _HREF = re.compile(r"""(<a\b[^>]*?\bhref\s*=\s*)(["'])(https?://[^"']+)\2""", re.IGNORECASE)
 
 
-def query_enabled(conn: psycopg.Connection[Any], org_id: UUID) -> psycopg.Cursor[Any]:
-    """Start reading the org's switch (a cursor for `enabled_of`, in the caller's pipeline)."""
-    return conn.execute("SELECT tracking FROM email_org_settings WHERE org_id = %s", (org_id,))
+def enabled_check(org_id: UUID) -> tuple[str, tuple[Any, ...]]:
+    """The scalar subquery (and its parameters) reading the org's switch, for `enabled_of`:
+    read in the same statement as the row (store.load_for_send). NULL: no row."""
+    return (
+        "(SELECT coalesce(tracking, false) FROM email_org_settings WHERE org_id = %s)",
+        (org_id,),
+    )
 
 
-def enabled_of(cursor: psycopg.Cursor[Any] | None) -> bool:
-    """None: the template is not tracked. No row: the org never turned tracking off."""
-    if cursor is None:
+def enabled_of(switch: bool | None, *, tracked: bool) -> bool:
+    """`tracked`: the template opts in. No row (None): the org never turned tracking off."""
+    if not tracked:
         return False
-    found = cursor.fetchone()
-    return found is None or bool(found[0])
+    return switch is None or bool(switch)
 
 
 def set_org_tracking(conn: psycopg.Connection[Any], org_id: UUID, on: bool, now: datetime) -> None:
