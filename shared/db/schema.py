@@ -1,8 +1,8 @@
 """Is the database migrated? The revisions it records against the heads of the migration scripts.
 
 The migration tree has one head per domain branch (they branch off the kernel's `0001`), and
-more are added as the fleet grows: the check compares with the heads of the scripts shipped in
-this package, never with a revision written down here. A database is migrated when every script
+more are added as the fleet grows: the check compares with the heads of the scripts of the
+kernel and of every registered domain (`migrate.version_locations`), never with a revision written down here. A database is migrated when every script
 head is its recorded revision or an ancestor of one; a recorded revision these scripts do not
 know (a newer release migrated it) counts as ahead, not behind.
 
@@ -13,15 +13,22 @@ Used by `send` (once per process, before the first enqueue), by every process's
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from ..errors import SchemaNotMigrated
 
-#: The Alembic scripts (the same folder `migrate.py` applies; alembic is imported only on use).
-MIGRATIONS = Path(__file__).with_name("migrations")
+
+def _scripts() -> Any:
+    """The Alembic scripts `migrate.py` applies: the kernel's and every registered domain's
+    (alembic is imported only on use)."""
+    from alembic.script import ScriptDirectory
+
+    from .migrate import alembic_config
+
+    return ScriptDirectory.from_config(alembic_config(""))
+
 
 #: What every refusal says (the operator's next step).
 NOT_MIGRATED = "database not migrated: run `fleet db upgrade`"
@@ -29,20 +36,18 @@ NOT_MIGRATED = "database not migrated: run `fleet db upgrade`"
 
 @cache
 def script_heads() -> frozenset[str]:
-    """The heads of the migration scripts shipped in this package (read once per process)."""
-    from alembic.script import ScriptDirectory
-
-    return frozenset(ScriptDirectory(str(MIGRATIONS)).get_heads())
+    """The heads of the migration scripts: the kernel's and the registered domains' (read once
+    per process)."""
+    return frozenset(_scripts().get_heads())
 
 
 @cache
 def _reached(revisions: frozenset[str]) -> tuple[frozenset[str], bool]:
     """Every script revision at or below `revisions`, and whether one of them is unknown."""
-    from alembic.script import ScriptDirectory
     from alembic.script.revision import ResolutionError
     from alembic.util import CommandError
 
-    script = ScriptDirectory(str(MIGRATIONS))
+    script = _scripts()
     reached: set[str] = set()
     unknown = False
     for revision in revisions:
