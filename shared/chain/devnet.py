@@ -17,6 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tenacity import (
+    RetryCallState,
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    stop_any,
+    wait_fixed,
+)
+from tenacity.stop import stop_base
+
 from .client import ChainClient
 from .errors import RpcUnavailable
 
@@ -93,16 +104,23 @@ def start_anvil(
     process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     client = ChainClient.connect(url, timeout_s=2)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            client.chain_id()
-            return Anvil(process, url, chain_id)
-        except RpcUnavailable:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"anvil did not start on port {port}") from None
-            time.sleep(0.05)
+
+    class Exited(stop_base):
+        def __call__(self, retry_state: RetryCallState) -> bool:
+            return process.poll() is not None
+
+    try:
+        for attempt in Retrying(
+            retry=retry_if_exception_type(RpcUnavailable),
+            stop=stop_any(stop_after_delay(timeout_s), Exited()),
+            wait=wait_fixed(0.05),
+        ):
+            with attempt:
+                client.chain_id()
+    except RetryError:
+        process.kill()
+        raise RuntimeError(f"anvil did not start on port {port}") from None
+    return Anvil(process, url, chain_id)
 
 
 #: Chain ids of local development nodes (anvil and Hardhat use 31337; Ganache 1337).
