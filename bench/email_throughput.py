@@ -9,14 +9,20 @@ to a bare aiosmtplib loop against the same server in the same run.
   fsynced by cleanup) before its 250, then discarded by the queue manager. `sink`: the dev sink
   `python -m workers.email.sink` (each message written and fsynced before its 250).
 - bare: N pre-built messages sent with `aiosmtplib.send` (one connection per message),
-  `--threads` at a time on one event loop; also one at a time for reference; and
-  bare_pooled: over P x T persistent connections (what the server can take at best).
+  `--threads` at a time on one event loop; also one at a time for reference; and over P x T
+  persistent connections: bare_pooled (aiosmtplib, one event loop) and bare_threads (smtplib,
+  one thread per connection, the worker's transport). The baseline is the better of these two:
+  the best a plain client achieves against that server on this machine, in the same run.
 - worker: `dramatiq workers.email.app --processes P --threads T` (each process with its SMTP
   connection pool, SMTP_POOL_SIZE = T); N `email:send` jobs sent through the kernel
   (validation, dedup, run tracking) for rows the worker creates from the payload; each is
   rendered (Jinja2, text + HTML), claimed SENDING and recorded SENT durably.
   Rate = N / (last `sent_at` - first send). Issue 16's target: >= 300 emails/s to a local
   Postfix from 2 worker processes.
+Each repetition also prints the CPU milliseconds per email of each group of processes
+(bench/proc_cpu.py: worker, postfix, postgres, redis, this process = the bare client or the
+jobs' producer, other sessions) and how busy the machine was, the load average and the latency
+of a durable Postgres commit; the summary line has `uptime`.
 Runs in its own database and broker namespace (bench/sandbox.py), dropped at the end.
 """
 
@@ -27,10 +33,13 @@ import asyncio
 import json
 import os
 import shutil
+import signal
+import smtplib
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -125,6 +134,25 @@ def bare_pooled(messages: list[Any], port: int, connections: int) -> float:
     return len(messages) / (time.perf_counter() - started)
 
 
+def bare_threads(messages: list[Any], port: int, connections: int) -> float:
+    """`connections` persistent smtplib connections, one thread each, each sending its share
+    one after another (MAIL, RCPT, DATA): the plain client of the worker's transport."""
+    raw = [m.as_bytes() for m in messages]
+
+    def lane(share: list[bytes]) -> None:
+        with smtplib.SMTP("127.0.0.1", port, timeout=30) as client:
+            for content in share:
+                client.sendmail("bench@example.com", ["user@example.com"], content)
+
+    lanes = [threading.Thread(target=lane, args=(raw[i::connections],)) for i in range(connections)]
+    started = time.perf_counter()
+    for t in lanes:
+        t.start()
+    for t in lanes:
+        t.join()
+    return len(raw) / (time.perf_counter() - started)
+
+
 def through_worker(
     sandbox: Sandbox, n: int, rep: int, enqueue_s: list[float] | None = None
 ) -> float:
@@ -161,6 +189,39 @@ def through_worker(
         runtime.close()
 
 
+def start_py_spy(py_spy: Path, worker_pid: int) -> list[tuple[subprocess.Popen[bytes], Path]]:
+    """`py-spy record --gil` on each worker process (the children of `worker_pid`)."""
+    children = Path(f"/proc/{worker_pid}/task/{worker_pid}/children").read_text().split()
+    spies = []
+    for pid in children:
+        out = Path(tempfile.mkstemp(prefix=f"py-spy-{pid}-", suffix=".txt")[1])
+        cmd = [str(py_spy), "record", "--gil", "--rate", "200", "--format", "raw", "--nonblocking",
+               "--pid", pid, "-o", str(out)]  # fmt: skip
+        spies.append(
+            (subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out)
+        )
+    time.sleep(0.5)  # attached
+    return spies
+
+
+def stop_py_spy(spies: list[tuple[subprocess.Popen[bytes], Path]], prefix: Path) -> None:
+    from bench.stacks import report
+
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    for index, (proc, out) in enumerate(spies):
+        proc.send_signal(signal.SIGINT)  # py-spy writes its profile on Ctrl-C
+        proc.wait(30)
+        kept = prefix.with_name(f"{prefix.name}-worker{index + 1}-py-spy.txt")
+        shutil.move(out, kept)
+        print(report(kept, top=30), flush=True)
+        print(report(kept, top=40, under="deliver"), flush=True)
+
+
+def baseline_of(figures: dict[str, list[float]], index: int) -> float:
+    """The best a plain client achieved: the better of the two persistent-connection loops."""
+    return max(figures["bare_pooled"][index], figures["bare_threads"][index])
+
+
 def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
@@ -184,6 +245,12 @@ def main() -> None:
         default="postfix" if postfix_instance.available() is None else "sink",
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        help="py-spy binary: profile the worker processes (--gil) during the first worker "
+        "measurement; raw profiles and their tops written next to --json (or in the cwd)",
+    )
     args = parser.parse_args()
 
     sandbox = Sandbox(Settings())
@@ -225,13 +292,18 @@ def main() -> None:
         figures: dict[str, list[float]] = {
             "bare_concurrent": [],
             "bare_pooled": [],
+            "bare_threads": [],
             "bare_sequential": [],
             "worker": [],
         }
         # CPU ms per email by process group: the worker's tree, Postfix, Postgres, Redis, this
         # process (the bare client, or the producer of the jobs), other sessions' processes.
         meter = CpuMeter({"worker": lambda pid, comm, up: pid == worker.pid or worker.pid in up})
-        cpu: dict[str, list[dict[str, float]]] = {"bare_pooled": [], "worker": []}
+        cpu: dict[str, list[dict[str, float]]] = {
+            "bare_pooled": [],
+            "bare_threads": [],
+            "worker": [],
+        }
         enqueue_s: list[float] = []
         machine_load: list[dict[str, Any]] = []
         for rep in range(args.repeat):
@@ -245,15 +317,22 @@ def main() -> None:
                     meter.start()
                     figures["bare_pooled"].append(bare_pooled(messages, port, pool_size))
                     cpu["bare_pooled"].append(meter.stop(args.n))
+                    meter.start()
+                    figures["bare_threads"].append(bare_threads(messages, port, pool_size))
+                    cpu["bare_threads"].append(meter.stop(args.n))
                     figures["bare_sequential"].append(bare(messages[: args.n // 2], port, 1))
                 else:
+                    spies = (
+                        start_py_spy(args.py_spy, worker.pid) if args.py_spy and rep == 0 else []
+                    )
                     meter.start()
                     figures["worker"].append(through_worker(sandbox, args.n, rep, enqueue_s))
                     cpu["worker"].append(meter.stop(args.n))
+                    stop_py_spy(spies, (args.json or Path("email")).with_suffix(""))
             print(
                 f"rep {rep + 1}: "
                 + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in figures.items())
-                + f" (worker/bare_pooled {figures['worker'][-1] / figures['bare_pooled'][-1]:.2f};"
+                + f" (worker/baseline {figures['worker'][-1] / baseline_of(figures, -1):.2f};"
                 f" enqueue {enqueue_s[-1]:.2f} s; load {os.getloadavg()[0]:.2f},"
                 f" pg commit {machine_load[-1]['pg_commit_ms'] or 0:.2f} ms)",
                 flush=True,
@@ -268,14 +347,20 @@ def main() -> None:
             "ratio_worker_to_bare_concurrent": med["worker"] / med["bare_concurrent"],
             "ratio_worker_to_bare_pooled": med["worker"] / med["bare_pooled"],
             "ratio_worker_to_bare_sequential": med["worker"] / med["bare_sequential"],
+            "ratio_worker_to_bare_threads": med["worker"] / med["bare_threads"],
+            "baseline_emails_per_s": max(med["bare_pooled"], med["bare_threads"]),
+            "ratio_worker_to_baseline": med["worker"] / max(med["bare_pooled"], med["bare_threads"]),
             "runs": figures, "enqueue_s": enqueue_s, "cpu_ms_per_email": cpu,
             "machine": machine_load, "uptime": uptime(),
         }  # fmt: skip
         print(json.dumps(result, indent=2))
         print(
-            f"fleet {med['worker']:.0f} emails/s, baseline (bare_pooled: {args.processes * args.threads}"
-            f" persistent aiosmtplib connections, no jobfleet) {med['bare_pooled']:.0f} emails/s,"
-            f" ratio {result['ratio_worker_to_bare_pooled']:.2f}; uptime: {result['uptime']}"
+            f"fleet {med['worker']:.0f} emails/s ({args.processes} processes x {args.threads} threads);"
+            f" baseline {result['baseline_emails_per_s']:.0f} emails/s (the better of bare_pooled"
+            f" {med['bare_pooled']:.0f}/s and bare_threads {med['bare_threads']:.0f}/s:"
+            f" {args.processes * args.threads} persistent connections, no jobfleet);"
+            f" ratio {result['ratio_worker_to_baseline']:.2f}; medians of {args.repeat};"
+            f" uptime: {result['uptime']}"
         )
         if args.json:
             args.json.write_text(json.dumps(result, indent=2))

@@ -92,21 +92,23 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
     checks = [sequences.bounce_check(payload.org_id, payload.recipient_email)]
     if tracked:
         checks.append(tracking.enabled_check(payload.org_id))
-    with m.pool.connection() as conn:
+    exempt = payload.template_key in m.settings.bounce_exempt_templates
+
+    def load(conn: psycopg.Connection[Any]) -> tuple[store.EmailRow | None, str | None, list[Any]]:
         row, values = store.load_for_send(conn, payload, now, also=checks)
-        stop = _stop_before_send(
-            conn,
-            row,
-            payload,
-            now,
-            m.sending_grace_s,
-            bounce=None
-            if payload.template_key in m.settings.bounce_exempt_templates
-            else sequences.bounce_of(values[0]),
-        )
-        track = stop is None and tracking.enabled_of(
-            values[1] if tracked else None, tracked=tracked
-        )
+        return row, None if exempt else sequences.bounce_of(values[0]), values
+
+    # The usual email (sendable, in no sequence, not suppressed) needs no write before SMTP: one
+    # autocommit statement. Any other is loaded again and checked in one transaction, the row
+    # locked, as the checks may write (UNCONFIRMED, CANCELED).
+    with store.autocommit(m.pool) as conn:
+        row, bounce, values = load(conn)
+    stop: _Stop | None = None
+    if not _plainly_sendable(row, payload, bounce):
+        with m.pool.connection() as conn:
+            row, bounce, values = load(conn)
+            stop = _stop_before_send(conn, row, payload, now, m.sending_grace_s, bounce=bounce)
+    track = stop is None and tracking.enabled_of(values[1] if tracked else None, tracked=tracked)
     if stop is not None:
         if stop.error is not None:
             raise stop.error
@@ -191,6 +193,18 @@ def deliver(payload: EmailSendV1, job: JobContext, m: Mailer) -> dict[str, Any]:
         "smtp_reply": accepted.reply,
         "refused": accepted.refused or None,
     }
+
+
+def _plainly_sendable(row: store.EmailRow | None, payload: EmailSendV1, bounce: str | None) -> bool:
+    """True when `_stop_before_send` has nothing to check or write for this row."""
+    return (
+        row is not None
+        and row.status in store.SENDABLE
+        and row.sequence_id is None
+        and bounce is None
+        and row.template_key == payload.template_key
+        and row.recipient_email.lower() == payload.recipient_email.lower()
+    )
 
 
 def _stop_before_send(
