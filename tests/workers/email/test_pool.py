@@ -10,6 +10,7 @@ import time
 import uuid
 
 import pytest
+from dramatiq.middleware.time_limit import TimeLimitExceeded
 
 from shared.jobs import catalog
 from tests.support.wait import wait_for
@@ -161,3 +162,66 @@ def test_a_worker_thread_interrupted_while_waiting_for_a_connection_leaks_no_slo
         slow.join(15)
         waiting.join(15)
         pool.close()
+
+
+def test_a_worker_thread_interrupted_during_its_transaction_closes_that_connection(
+    smtp_server,
+) -> None:
+    # Given a send waiting for the 250 to DATA (the server holds it back for slow*@)
+    pool = SmtpPool(per_host=1)
+    config = SmtpConfig(host="127.0.0.1", port=smtp_server.port, timeout_s=10)
+    outcomes: dict[str, BaseException] = {}
+
+    def send() -> None:
+        try:
+            _pool_send(pool, config, unique("slow"))
+        except BaseException as exc:
+            outcomes["slow"] = exc
+
+    slow = threading.Thread(target=send)
+    slow.start()
+    try:
+        wait_for(lambda: pool.stats()["opened"] == 1, what="the slow send connected")
+        time.sleep(0.5)
+        # When dramatiq's time limit interrupts it (surfacing once the blocking read returns)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(slow.ident or 0), ctypes.py_object(TimeLimitExceeded)
+        )
+        slow.join(15)
+        assert isinstance(outcomes.get("slow"), TimeLimitExceeded)
+        # Then its connection, in an unknown state, is closed, not pooled; the slot is free
+        assert pool.stats() == {"opened": 1, "idle": 0}
+        assert _pool_send(pool, config, unique("next")).reply.startswith("250")
+        assert pool.stats() == {"opened": 2, "idle": 1}
+    finally:
+        slow.join(15)
+        pool.close()
+
+
+def test_one_pooled_connection_carries_the_emails_of_many_threads(smtp_server) -> None:
+    pool = SmtpPool(per_host=2)
+    config = SmtpConfig(host="127.0.0.1", port=smtp_server.port, timeout_s=5)
+    replies: list[str] = []
+
+    def sender() -> None:
+        for _ in range(5):
+            replies.append(_pool_send(pool, config, unique("many")).reply)
+
+    threads = [threading.Thread(target=sender) for _ in range(6)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert len(replies) == 30 and all(r.startswith("250") for r in replies)
+        assert pool.stats()["opened"] <= 2
+    finally:
+        pool.close()
+
+
+def test_content_with_bare_line_feeds_goes_out_with_crlf() -> None:
+    from workers.email.smtp import _crlf
+
+    crlf = b"Subject: a\r\n\r\nline\r\n"
+    assert _crlf(crlf) is crlf  # what the serializer writes: sent as is
+    assert _crlf(b"Subject: a\n\nline\rnext\r\n") == b"Subject: a\r\n\r\nline\r\nnext\r\n"
