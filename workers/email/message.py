@@ -15,6 +15,7 @@ headers, and the transport needs a server offering SMTPUTF8 (else a permanent fa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
@@ -136,6 +137,14 @@ def envelope_sender(from_header: str) -> str:
     return parseaddr(from_header)[1] or from_header
 
 
+@functools.lru_cache(maxsize=16)
+def _from_setting(from_header: str) -> tuple[str, str, str]:
+    """(display name, address, envelope sender) of the From setting: the same for every
+    message, parsed once."""
+    from_name, from_addr = parseaddr(from_header)
+    return from_name, from_addr, envelope_address(envelope_sender(from_header))
+
+
 def build_message(
     rendered: Rendered,
     *,
@@ -161,8 +170,7 @@ def build_message(
         _single_line(name, value)
         if not (name.isascii() and value.isascii()):
             raise HeaderInjection(f"header {name} is not ASCII")
-    from_name, from_addr = parseaddr(from_header)
-    sender = envelope_address(envelope_sender(from_header))
+    from_name, from_addr, sender = _from_setting(from_header)
     recipients = tuple(envelope_address(a) for a in (to, *cc))
     smtputf8 = not all(a.isascii() for a in (sender, *recipients))
     if reply_to and not ascii_domain(reply_to)[0].isascii():

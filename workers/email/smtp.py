@@ -186,6 +186,15 @@ def _open(config: SmtpConfig) -> smtplib.SMTP:
     return client
 
 
+def _command(
+    client: smtplib.SMTP, verb: str, path: str, options: list[str] | None = None
+) -> tuple[int, bytes]:
+    """MAIL or RCPT with an envelope address as built by message.envelope_address (a bare
+    addr-spec, its domain an A-label), not re-parsed by smtplib's `quoteaddr`."""
+    client.putcmd(verb, " ".join([path, *(options or ())]))
+    return client.getreply()
+
+
 def connect(config: SmtpConfig) -> smtplib.SMTP:
     """A new connection, greeted; `SmtpDeferred` (or `SmtpRejected` for a TLS setting the
     server cannot serve, or a 5xx greeting or login reply) when it cannot be opened."""
@@ -220,7 +229,7 @@ def begin(
     try:
         options = _mail_options(client, config, envelope)
         try:
-            code, message = client.mail(envelope.sender, options)
+            code, message = _command(client, "mail", f"FROM:<{envelope.sender}>", options)
         except (smtplib.SMTPServerDisconnected, ConnectionError) as exc:
             # (smtplib reports a read timeout as a disconnection: a server that hangs is no
             # stale connection)
@@ -234,7 +243,7 @@ def begin(
         refused: dict[str, str] = {}
         stage = "rcpt"
         for index, recipient in enumerate(envelope.recipients):
-            code, message = client.rcpt(recipient)
+            code, message = _command(client, "rcpt", f"TO:<{recipient}>")
             if code not in (250, 251):
                 if index == 0:
                     raise _classify(code, message, "rcpt", recipient)
