@@ -1,25 +1,15 @@
-"""Fixtures of the process-level tests: worker processes, private Redis, execution marks."""
+"""Fixtures of the process-level tests: worker processes, private Redis, execution marks; the
+storage backends (tests/support/storage.py) for the storage port's tests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from shared.runtime import Runtime
 from tests.support import jobs
-from tests.support.procs import Procs
-
-
-@pytest.fixture
-def procs(runtime: Runtime, tmp_path: Path) -> Iterator[Procs]:
-    """Worker processes (and private servers) of one test, all stopped at its end."""
-    started = Procs(tmp_path)
-    try:
-        yield started
-    finally:
-        started.close()
+from tests.support.procs import procs
+from tests.support.storage import local_storage, s3_server, s3_storage
 
 
 @pytest.fixture
@@ -29,3 +19,6 @@ def marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.touch()
     monkeypatch.setattr(jobs, "MARKS", str(path))
     return path
+
+
+__all__ = ["local_storage", "marks", "procs", "s3_server", "s3_storage"]

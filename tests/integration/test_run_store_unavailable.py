@@ -27,9 +27,9 @@ from shared.db import schema
 from shared.db.migrate import upgrade
 from shared.errors import SchemaNotMigrated, TrackingUnavailable
 from shared.runtime import Runtime
-from tests.chain.proxy import Proxy
 from tests.support.jobs import ECHO
 from tests.support.procs import Procs, free_port
+from tests.support.proxy import Proxy
 from tests.support.wait import wait_for, wait_run
 
 HINT = "database not migrated: run `fleet db upgrade`"

@@ -1,6 +1,7 @@
-"""Scheduler fixtures on top of the chain's (one anvil per session, contracts deployed once and
-restored from a snapshot per test, wallets sealed under the test KEK): a runtime whose settings
-index with no confirmations and keep a per-session keeper lock, and its chain collaborators."""
+"""Scheduler fixtures on top of the chain's (tests/support/chain: one anvil per session, contracts
+deployed once and restored from a snapshot per test, wallets sealed under the test KEK): a runtime
+whose settings index with no confirmations and keep a per-session keeper lock, and its chain
+collaborators; `procs` (tests/support/procs.py) for the scheduler processes."""
 
 from __future__ import annotations
 
@@ -18,18 +19,20 @@ from shared.chain import devnet
 from shared.chain.settings import ChainSettings
 from shared.config import Settings
 from shared.runtime import Runtime
-from tests.chain import conftest as chain_fixtures
-from tests.chain.conftest import Workers, chain_env
-from tests.chain.world import World
-from tests.support.procs import ProcessGroup
+from tests.support.chain.fixtures import (
+    Workers,
+    anvil,
+    chain_env,
+    chain_settings,
+    deployed,
+    workers,
+    world,
+)
+from tests.support.chain.world import World
+from tests.support.procs import ProcessGroup, procs
 
 # The chain's fixtures, reused (one anvil per session, a snapshot per test), not redefined.
-anvil = chain_fixtures.anvil
-deployed = chain_fixtures.deployed
-chain_settings = chain_fixtures.chain_settings
-world = chain_fixtures.world
-workers = chain_fixtures.workers
-__all__ = ["Workers", "anvil", "chain_settings", "deployed", "workers", "world"]
+__all__ = ["Workers", "anvil", "chain_settings", "deployed", "procs", "workers", "world"]
 
 
 def keeper_lock_key(settings: Settings) -> str:

@@ -23,8 +23,8 @@ from shared.config import Settings
 from shared.jobs import runs
 from shared.outbox import relay_once
 from shared.runtime import Runtime
-from tests.chain.conftest import Workers, chain_env
-from tests.chain.world import MIN_PLAYERS, ROUND_S, TICKET, World
+from tests.support.chain.fixtures import Workers, chain_env
+from tests.support.chain.world import MIN_PLAYERS, ROUND_S, TICKET, World
 from tests.support.wait import wait_for
 
 from .conftest import now

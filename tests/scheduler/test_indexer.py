@@ -14,7 +14,7 @@ from shared.chain import devnet
 from shared.chain.client import ChainClient
 from shared.chain.errors import RpcUnavailable
 from shared.runtime import Runtime
-from tests.chain.world import World
+from tests.support.chain.world import World
 
 
 class FlakyClient(ChainClient):

@@ -15,7 +15,7 @@ from shared.chain.abi import LOTTERY, encode_call
 from shared.chain.lock import HeldLock, LockLost
 from shared.chain.transactions import TxPolicy, TxRequest, TxSender
 from shared.runtime import Runtime
-from tests.chain.world import World
+from tests.support.chain.world import World
 
 from .conftest import now
 

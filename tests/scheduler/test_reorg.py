@@ -14,7 +14,7 @@ from shared.chain.fees import GWEI, initial_fees
 from shared.jobs import runs
 from shared.outbox import relay_once
 from shared.runtime import Runtime
-from tests.chain.world import TICKET, World
+from tests.support.chain.world import TICKET, World
 from tests.support.wait import wait_for
 
 from .conftest import now

@@ -9,7 +9,7 @@ import pytest
 
 from shared.chain import devnet
 from shared.chain.abi import LOTTERY, event_topic
-from tests.chain.world import World
+from tests.support.chain.world import World
 from tests.support.wait import wait_for
 
 from .conftest import Schedulers

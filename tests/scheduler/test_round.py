@@ -17,8 +17,8 @@ from shared.jobs import runs
 from shared.observability.metrics import render
 from shared.outbox import relay_once
 from shared.runtime import Runtime
-from tests.chain.conftest import Workers
-from tests.chain.world import TICKET, World
+from tests.support.chain.fixtures import Workers
+from tests.support.chain.world import TICKET, World
 from tests.support.wait import wait_for
 
 from .conftest import now

@@ -1,4 +1,5 @@
-"""`fleet chain status` as an operator runs it: cursor, head, lag, last keeper action, lock holder."""
+"""`fleet chain status` as an operator runs it: cursor, head, lag, last keeper action, lock holder;
+the scheduler's section of `fleet status` (`scheduler.status`), read from a `/metrics` page."""
 
 from __future__ import annotations
 
@@ -14,16 +15,27 @@ import pytest
 from scheduler.chain import jobs as chain
 from scheduler.chain.indexer import sync_once
 from scheduler.chain.keeper import run_once
+from scheduler.status import scheduler_runs
 from shared.chain import devnet
 from shared.config import Settings
 from shared.runtime import Runtime
-from tests.chain.conftest import chain_env
-from tests.chain.world import World
+from tests.support.chain.fixtures import chain_env
+from tests.support.chain.world import World
 
 from .conftest import now, scheduler_overrides
 
-pytestmark = pytest.mark.slow
 FLEET = str(Path(sys.executable).with_name("fleet"))
+
+METRICS = """\
+# HELP jobfleet_scheduler_runs_total Periodic job runs by job and outcome
+# TYPE jobfleet_scheduler_runs_total counter
+jobfleet_scheduler_runs_total{job="outbox-relay",outcome="ok"} 41.0
+jobfleet_scheduler_runs_total{job="lottery-keeper",outcome="ok"} 3.0
+jobfleet_scheduler_runs_total{job="lottery-keeper",outcome="error"} 2.0
+# HELP jobfleet_indexer_lag_blocks Blocks between the head and the indexer cursor
+# TYPE jobfleet_indexer_lag_blocks gauge
+jobfleet_indexer_lag_blocks 4.0
+"""
 
 
 def status(env: dict[str, str]) -> dict[str, object]:
@@ -38,6 +50,15 @@ def status(env: dict[str, str]) -> dict[str, object]:
     return dict(json.loads(done.stdout))
 
 
+def test_scheduler_runs_are_counted_by_job_and_outcome_from_metrics() -> None:
+    assert scheduler_runs(METRICS) == {
+        "outbox-relay": {"ok": 41},
+        "lottery-keeper": {"ok": 3, "error": 2},
+    }
+    assert "error" in scheduler_runs(None)
+
+
+@pytest.mark.slow
 def test_chain_status_shows_cursor_lag_last_keeper_action_and_lock_holder(
     world: World,
     anvil: devnet.Anvil,
@@ -67,6 +88,7 @@ def test_chain_status_shows_cursor_lag_last_keeper_action_and_lock_holder(
     assert shown["keeper_lock_holder"] == "host-a:42:0badc0de"
 
 
+@pytest.mark.slow
 def test_chain_status_flags_a_cursor_ahead_of_the_chain_head(
     world: World, anvil: devnet.Anvil, settings: Settings, db: Any
 ) -> None:

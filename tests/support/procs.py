@@ -19,6 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.wait import wait_for
 
@@ -198,6 +201,17 @@ class Procs:
     def close(self) -> None:
         for proc in reversed(self.started):
             proc.close()
+
+
+@pytest.fixture
+def procs(runtime: Runtime, tmp_path: Path) -> Iterator[Procs]:
+    """Worker processes (and private servers) of one test, all stopped at its end (a conftest
+    imports it: tests/integration, tests/scheduler)."""
+    started = Procs(tmp_path)
+    try:
+        yield started
+    finally:
+        started.close()
 
 
 def wait_exit(proc: Proc, timeout: float) -> tuple[int, float]:

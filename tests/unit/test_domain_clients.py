@@ -1,32 +1,26 @@
-"""The domain clients (`workers.<domain>.client`) on the test kit: no Redis, no Postgres.
+"""The email domain's client (`workers.email.client`) on the test kit: no Redis, no Postgres.
 
-Each client validates before writing anything, writes its domain row with an id generated
-client-side (no RETURNING, so a recording session can run it) and stages its job through the
-outbox in the caller's transaction.
+It validates before writing anything, writes its domain row with an id generated client-side (no
+RETURNING, so a recording session can run it) and stages its job through the outbox in the
+caller's transaction. (The other domains' clients: tests/workers/<domain>/test_client.py; this
+one moves to tests/workers/email/ with that folder's next change.)
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from shared.errors import PayloadError
 from shared.jobs import catalog
-from shared.storage.backends.local import LocalBackend
 from shared.testing import JobCapture
-from workers.ai.client import request_ai_task
-from workers.doc.client import ingest_document
 from workers.email.client import schedule_email
-from workers.export.client import request_export
 
 pytest_plugins = ["shared.testing.plugin"]
 
-ORG, USER = uuid.uuid4(), uuid.uuid4()
-PDF = b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
+ORG = uuid.uuid4()
 
 
 def locs(exc: pytest.ExceptionInfo[PayloadError]) -> list[tuple[object, ...]]:
@@ -103,139 +97,3 @@ def test_an_email_the_worker_could_not_render_is_refused_before_any_write(
 
     assert locs(exc) == [loc]
     assert session.statements == [] and jobfleet.sent_jobs() == []
-
-
-def test_an_export_request_writes_its_row_and_stages_export_build(jobfleet: JobCapture) -> None:
-    session = jobfleet.session()
-    params = {"format": "XLSX", "filters": {"status": ["DEAD"]}}
-
-    with session.begin():
-        export = request_export(
-            session, org_id=ORG, requested_by=USER, type="JOB_RUNS", params=params
-        )
-
-    (insert,) = session.inserts_into("exports", committed=True)
-    assert insert.params["id"] == export.export_id
-    assert json.loads(insert.params["params"])["format"] == "XLSX"
-    job = jobfleet.assert_sent(
-        catalog.EXPORT_BUILD, entity_id=export.export_id, type="JOB_RUNS", params__format="XLSX"
-    )
-    assert job.job_id == export.job_id
-
-
-@pytest.mark.parametrize(
-    ("type_", "params", "loc"),
-    [
-        ("NO_SUCH_TYPE", {}, ("type",)),
-        ("JOB_RUNS", {"filters": {"colour": ["red"]}}, ("params", "filters")),
-        ("JOB_RUNS", {"format": "DOCX"}, ("params", "format")),
-        ("JOB_RUNS", {"format": "PDF", "bom": True}, ("params",)),
-    ],
-)
-def test_an_export_the_worker_would_refuse_is_refused_before_any_write(
-    jobfleet: JobCapture, type_: str, params: dict[str, object], loc: tuple[str, ...]
-) -> None:
-    session = jobfleet.session()
-
-    with pytest.raises(PayloadError) as exc:
-        request_export(session, org_id=ORG, requested_by=USER, type=type_, params=params)
-
-    assert locs(exc) == [loc]
-    assert session.statements == [] and jobfleet.sent_jobs() == []
-
-
-def test_a_rolled_back_request_commits_nothing(jobfleet: JobCapture) -> None:
-    session = jobfleet.session()
-
-    with pytest.raises(RuntimeError), session.begin():
-        request_export(session, org_id=ORG, requested_by=USER, type="JOB_RUNS")
-        raise RuntimeError("the product's own write failed")
-
-    assert session.committed == [] and session.rollbacks == 1
-
-
-def test_an_ai_task_writes_its_row_and_stages_ai_run(jobfleet: JobCapture) -> None:
-    session = jobfleet.session()
-
-    task = request_ai_task(
-        session,
-        org_id=ORG,
-        task="classify",
-        input="The invoice is overdue.",
-        params={"labels": ["billing", "support"]},
-    )
-
-    (insert,) = session.inserts_into("ai_tasks")
-    assert insert.params["id"] == task.task_id and insert.params["task"] == "classify"
-    job = jobfleet.assert_sent(catalog.AI_RUN, entity_id=task.task_id, task="classify")
-    assert job.job_id == task.job_id and job.payload.params == {"labels": ["billing", "support"]}
-
-
-@pytest.mark.parametrize(
-    ("task", "input_", "params", "loc"),
-    [
-        ("classify", "text", {"labels": ["a", "a"]}, ("params",)),
-        ("extract", "text", {}, ("params",)),  # no schema
-        ("summarize", "   ", {}, ("input",)),
-        ("translate", "text", {}, ("task",)),
-    ],
-)
-def test_an_ai_task_the_worker_would_refuse_is_refused_before_any_write(
-    jobfleet: JobCapture, task: str, input_: str, params: dict[str, object], loc: tuple[str]
-) -> None:
-    session = jobfleet.session()
-
-    with pytest.raises(PayloadError) as exc:
-        request_ai_task(session, org_id=ORG, task=task, input=input_, params=params)
-
-    assert locs(exc) == [loc]
-    assert session.statements == [] and jobfleet.sent_jobs() == []
-
-
-def test_a_document_is_stored_then_its_rows_and_doc_ingest_staged(
-    jobfleet: JobCapture, tmp_path: Path
-) -> None:
-    storage = LocalBackend(tmp_path, "docs", signing_key=b"k" * 32)
-    session = jobfleet.session()
-
-    doc = ingest_document(session, storage, org_id=ORG, filename="facture été.pdf", data=PDF)
-
-    (file_row,) = session.inserts_into("file_objects")
-    (doc_row,) = session.inserts_into("documents")
-    assert file_row.params["id"] == doc.file_object_id == doc_row.params["file_object_id"]
-    assert storage.read(file_row.params["key"]) == PDF
-    assert doc_row.params["filename"] == "facture été.pdf"
-    jobfleet.assert_sent(
-        catalog.DOC_INGEST, entity_id=doc.document_id, file_object_id=doc.file_object_id
-    )
-
-
-@pytest.mark.parametrize(
-    ("data", "schema", "loc"),
-    [
-        (b"", "auto", ("data",)),
-        (b"PK\x03\x04 a zip", "auto", ("data",)),
-        (PDF + b"x" * 2_000, "auto", ("data",)),  # over max_bytes below
-        (PDF, "passport", ("schema_name",)),
-    ],
-)
-def test_an_upload_the_worker_would_refuse_is_refused_before_storing_it(
-    jobfleet: JobCapture, tmp_path: Path, data: bytes, schema: str, loc: tuple[str]
-) -> None:
-    storage = LocalBackend(tmp_path, "docs", signing_key=b"k" * 32)
-    session = jobfleet.session()
-
-    with pytest.raises(PayloadError) as exc:
-        ingest_document(
-            session,
-            storage,
-            org_id=ORG,
-            filename="x.pdf",
-            data=data,
-            schema_name=schema,
-            max_bytes=1_000,
-        )
-
-    assert locs(exc) == [loc]
-    assert session.statements == [] and jobfleet.sent_jobs() == []
-    assert storage.list_keys("") == []

@@ -4,26 +4,24 @@ The built-in kinds are validated against the Kubernetes schemas the `kubernetes-
 ships; the KEDA kinds against tests/contracts/k8s/keda.json. Each Deployment must carry the command
 and environment of its plan row (what `make run-worker-*` executes), probes on that row's health
 port, and a termination grace longer than SHUTDOWN_GRACE_MS; each worker has a ScaledObject on the
-Redis list that really holds its queue (checked against a real send)."""
+Redis list that really holds its queue (checked against a real send:
+tests/integration/test_k8s_scaling.py)."""
 
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
 import pytest
-import redis
 import yaml
 
 from shared.config import Settings
 from shared.jobs import catalog
 from shared.launcher import plan
 from shared.launcher.plan import extra_spec, find_extra, lookup
-from shared.runtime import Runtime
 from tests.unit.test_compose import normalised, plan_settings  # noqa: F401  (fixture)
 
 NAMES = plan.names()
@@ -224,26 +222,3 @@ def test_each_worker_scales_on_its_own_queue() -> None:
         assert trigger["type"] == "redis"
         assert trigger["metadata"]["listName"] == f"dramatiq:{queue_of(name)}"
         assert trigger["authenticationRef"]["name"] in by_kind("TriggerAuthentication")
-
-
-def test_the_scaled_list_is_where_a_real_send_puts_the_message(
-    runtime: Runtime, settings: Settings
-) -> None:
-    """listName names `<BROKER_NAMESPACE>:<queue>`: a send must grow exactly that Redis list."""
-    trigger = by_kind("ScaledObject")["worker-email"]["spec"]["triggers"][0]["metadata"]
-    key = trigger["listName"].replace("dramatiq:", f"{settings.broker_namespace}:", 1)
-    client = redis.Redis.from_url(settings.redis_url)
-    before = client.llen(key)
-
-    catalog.EMAIL_SEND.send(
-        {
-            "org_id": str(uuid.uuid4()),
-            "entity_id": str(uuid.uuid4()),
-            "template_key": "welcome",
-            "recipient_email": "ana@example.com",
-            "variables": {"NAME": "Ana"},
-        }
-    )
-
-    assert client.llen(key) == before + 1
-    client.close()

@@ -3,7 +3,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -13,39 +12,14 @@ from shared.config import RetryPolicy, Settings
 from shared.jobs.context import JobContext
 from shared.runtime import Runtime
 from shared.storage.backends.local import LocalBackend
-from shared.storage.backends.s3 import S3Backend
 from tests.support.inprocess import InProcessWorker, started_workers
-from tests.workers.export.s3_server import S3Server
+from tests.support.storage import local_storage, s3_server, s3_storage
 from workers.export import actors
 from workers.export.settings import ExportSettings
 from workers.export.wiring import Exporter, build_exporter, set_exporter
 
-BUCKET = "jobfleet-exports"
-
-
-@pytest.fixture
-def local_storage(tmp_path: Path) -> LocalBackend:
-    return LocalBackend(tmp_path / "storage", "exports", signing_key=b"k" * 32)
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    server = S3Server().start()
-    server.client().create_bucket(Bucket=BUCKET)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def s3_storage(s3_server: S3Server) -> Iterator[S3Backend]:
-    s3_server.gate.failing_parts = set()
-    backend = S3Backend(s3_server.client(), BUCKET, part_size=5 * 1024 * 1024)
-    for key in backend.list_keys(""):
-        backend.delete(key)
-    for upload in backend.pending():
-        backend.discard(upload)
-    yield backend
-    s3_server.gate.failing_parts = set()
+# The storage backends (tests/support/storage.py), shared with the storage port's tests.
+__all__ = ["local_storage", "s3_server", "s3_storage"]
 
 
 @pytest.fixture

@@ -1,5 +1,10 @@
 """Chain fixtures: one anvil per test session (random port and chain id), the reference contracts
 deployed once and restored from an EVM snapshot before each test, wallets sealed under a test KEK.
+
+Shared by the folders that test against the chain (tests/workers/chain_actions,
+tests/integration/chain, tests/scheduler, tests/acceptance): each one's conftest.py imports the
+fixtures it uses from here. Pytest makes a fixture of each import, so the session's anvil and
+deployment are kept here, once per test process, whichever folder asks first.
 """
 
 from __future__ import annotations
@@ -25,16 +30,22 @@ from shared.chain.settings import ChainSettings
 from shared.chain.wallets import EMBEDDED, OPERATOR, store_wallet
 from shared.config import Settings
 from shared.runtime import Runtime
+from tests.support.chain.world import KEK_A, MIN_PLAYERS, ROUND_S, TICKET, World, keyring
 from tests.support.env import test_env
 from tests.support.procs import ProcessGroup
 
-from .world import KEK_A, MIN_PLAYERS, ROUND_S, TICKET, World, keyring
+#: This process's anvil and deployment ("anvil", "deployed"), shared by every conftest's copy.
+_SESSION: dict[str, Any] = {}
 
 
 @pytest.fixture(scope="session")
 def anvil() -> Iterator[devnet.Anvil]:
-    node = devnet.start_anvil(chain_id=random.randint(40_000, 60_000))
+    if "anvil" in _SESSION:  # started by another folder's copy of this fixture
+        yield _SESSION["anvil"]
+        return
+    node = _SESSION["anvil"] = devnet.start_anvil(chain_id=random.randint(40_000, 60_000))
     yield node
+    _SESSION.clear()
     node.stop()
 
 
@@ -47,6 +58,13 @@ class Deployed:
 
 @pytest.fixture(scope="session")
 def deployed(anvil: devnet.Anvil) -> Deployed:
+    if "deployed" not in _SESSION:
+        _SESSION["deployed"] = deploy(anvil)
+    shared: Deployed = _SESSION["deployed"]
+    return shared
+
+
+def deploy(anvil: devnet.Anvil) -> Deployed:
     client = ChainClient.connect(anvil.url)
     accounts = devnet.dev_accounts(10)
     config = LotteryConfig(

@@ -14,11 +14,11 @@ from shared.chain.abi import BADGE
 from shared.chain.lock import signer_lock_prefix
 from shared.jobs import runs
 from shared.runtime import Runtime
+from tests.support.chain.fixtures import Workers
+from tests.support.chain.world import World
 from tests.support.wait import wait_for
 
-from .conftest import Workers
 from .test_worker import finished, mint
-from .world import World
 
 pytestmark = pytest.mark.slow
 

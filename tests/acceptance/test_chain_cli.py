@@ -16,9 +16,8 @@ import pytest
 from shared.chain import devnet
 from shared.chain.abi import LOTTERY, decode_result, encode_call
 from shared.chain.wallets import count_by_kek
-
-from .conftest import chain_env
-from .world import KEK_A, KEK_B, World
+from tests.support.chain.fixtures import chain_env
+from tests.support.chain.world import KEK_A, KEK_B, World
 
 pytestmark = pytest.mark.slow
 FLEET = str(Path(sys.executable).with_name("fleet"))

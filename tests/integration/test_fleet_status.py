@@ -1,5 +1,6 @@
 """`fleet status` reads each figure from its source: queue lists and heartbeats in Redis, dead
-runs and the outbox in Postgres, scheduler counters from a `/metrics` page."""
+runs and the outbox in Postgres (scheduler counters from a `/metrics` page:
+tests/scheduler/test_status.py)."""
 
 from __future__ import annotations
 
@@ -10,31 +11,11 @@ from typing import Any
 
 import redis
 
-from scheduler.status import scheduler_runs
 from shared.cli import status
 from shared.config import Settings
 from shared.contracts import SYSTEM_ORG
 from shared.jobs import catalog
 from shared.runtime import Runtime
-
-METRICS = """\
-# HELP jobfleet_scheduler_runs_total Periodic job runs by job and outcome
-# TYPE jobfleet_scheduler_runs_total counter
-jobfleet_scheduler_runs_total{job="outbox-relay",outcome="ok"} 41.0
-jobfleet_scheduler_runs_total{job="lottery-keeper",outcome="ok"} 3.0
-jobfleet_scheduler_runs_total{job="lottery-keeper",outcome="error"} 2.0
-# HELP jobfleet_indexer_lag_blocks Blocks between the head and the indexer cursor
-# TYPE jobfleet_indexer_lag_blocks gauge
-jobfleet_indexer_lag_blocks 4.0
-"""
-
-
-def test_scheduler_runs_are_counted_by_job_and_outcome_from_metrics() -> None:
-    assert scheduler_runs(METRICS) == {
-        "outbox-relay": {"ok": 41},
-        "lottery-keeper": {"ok": 3, "error": 2},
-    }
-    assert "error" in scheduler_runs(None)
 
 
 def test_report_shows_ready_and_dead_jobs_fresh_heartbeats_and_the_outbox_backlog(

@@ -1,4 +1,5 @@
-"""Wallet keys sealed at rest: AES-256-GCM under a KEK with a key id, rotation, wrong KEK."""
+"""Wallet keys sealed at rest: AES-256-GCM under a KEK with a key id, rotation, wrong KEK (what
+the chain-actions worker does with a wrong KEK: tests/workers/chain_actions/test_wrong_kek.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,9 @@ from typing import Any
 
 import pytest
 
-from shared.chain.abi import LOTTERY
 from shared.chain.errors import WalletKeyUnreadable
 from shared.chain.wallets import EMBEDDED, count_by_kek, load_signer, rotate_kek, store_wallet
-from shared.jobs.ids import chain_job_id
-from workers.chain_actions.client import MINT_BADGE
-from workers.chain_actions.domain import Action, perform
-
-from .world import KEK_A, KEK_B, World, keyring, project_ticket
+from tests.support.chain.world import KEK_A, KEK_B, World, keyring
 
 KEY = bytes.fromhex("11" * 32)
 ADDRESS = "0x19E7E376E7C213B7E7e7e46cc70A5dD086DAff2A"  # the address of KEY
@@ -45,21 +41,3 @@ def test_rotating_the_kek_reseals_every_key_and_the_old_kek_can_then_go(
     signer = load_signer(db, only_new, ADDRESS)
     assert signer is not None and signer.address == ADDRESS
     assert rotate_kek(db, only_new) == 0
-
-
-def test_a_wrong_kek_is_a_clear_permanent_error(world: World, deps: Any, db: Any) -> None:
-    deps.keyring = keyring(keks={"a": KEK_B})  # same key id, another key: a wrong KEK
-    player = world.accounts[2].address
-    lottery = world.contracts[LOTTERY]
-    job_id = chain_job_id(MINT_BADGE, deps.chain_id, lottery, 1, player)
-    job = Action(MINT_BADGE, job_id, 1, player, deps.chain_id, lottery)
-    project_ticket(db, deps.chain_id, lottery, 1, player)
-    with pytest.raises(WalletKeyUnreadable) as failure:
-        perform(job, deps)
-    assert failure.value.code == "WALLET_KEY_UNREADABLE"
-    assert "wrong key-encryption key" in str(failure.value) and "KEK 'a'" in str(failure.value)
-    row = db.execute(
-        "SELECT status, error_code FROM chain_actions WHERE job_id = %s", (job.job_id,)
-    ).fetchone()
-    assert row == ("FAILED", "WALLET_KEY_UNREADABLE")
-    assert not world.has_badge(player, 1)

@@ -13,11 +13,10 @@ from shared.chain.abi import LOTTERY
 from shared.contracts.base import SYSTEM_ORG
 from shared.jobs import catalog, runs
 from shared.runtime import Runtime
+from tests.support.chain.fixtures import Workers
+from tests.support.chain.world import KEK_A, World, project_ticket
+from tests.support.proxy import Proxy
 from tests.support.wait import wait_for
-
-from .conftest import Workers
-from .proxy import Proxy
-from .world import KEK_A, World, project_ticket
 
 pytestmark = pytest.mark.slow
 

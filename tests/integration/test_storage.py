@@ -13,8 +13,8 @@ import pytest
 from shared.storage import InvalidKey, InvalidLink, LinkExpired, StorageError, object_key
 from shared.storage.backends.local import LocalBackend
 from shared.storage.backends.s3 import S3Backend
+from tests.support.s3_server import S3Server
 from tests.support.wait import wait_for
-from tests.workers.export.s3_server import S3Server
 
 MiB = 1024 * 1024
 

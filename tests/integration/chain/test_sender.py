@@ -11,9 +11,8 @@ import pytest
 from shared.chain import devnet
 from shared.chain.abi import BADGE, encode_call
 from shared.chain.transactions import TxPolicy, TxRequest, TxSender
+from tests.support.chain.world import World
 from tests.support.wait import wait_for
-
-from .world import World
 
 
 @pytest.mark.parametrize("fate", ["dropped", "stuck"])

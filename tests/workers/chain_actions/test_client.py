@@ -15,7 +15,7 @@ from shared.errors import PayloadError
 from shared.runtime import Runtime
 from workers.chain_actions import client
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LOTTERY = "0x" + "ab" * 20
 PLAYER = "0x" + "cd" * 20
 

@@ -1,7 +1,7 @@
 """The job-status API's OpenAPI document is pinned: a change to a route or a model shows in review.
 
 Refresh on purpose after a deliberate change:
-`UPDATE_SCHEMA_SNAPSHOTS=1 .venv/bin/pytest tests/api/test_openapi.py`.
+`UPDATE_SCHEMA_SNAPSHOTS=1 .venv/bin/pytest tests/unit/test_openapi.py`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def test_the_openapi_document_matches_its_snapshot() -> None:
         PINNED.write_text(current, encoding="utf-8")
     assert json.loads(current) == json.loads(PINNED.read_text(encoding="utf-8")), (
         "the job-status API changed: if on purpose, refresh the snapshot with "
-        "`UPDATE_SCHEMA_SNAPSHOTS=1 .venv/bin/pytest tests/api/test_openapi.py`"
+        "`UPDATE_SCHEMA_SNAPSHOTS=1 .venv/bin/pytest tests/unit/test_openapi.py`"
     )
 
 

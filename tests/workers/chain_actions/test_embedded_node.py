@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared.launcher.net import free_port
+from shared.runtime import Runtime
 from tests.support.env import test_env
 from workers.chain_actions import embedded as evm
 
@@ -17,8 +18,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_without_an_evm_node_anvil_starts_and_the_contracts_are_deployed(
-    tmp_path: Path, database: str
+    tmp_path: Path, runtime: Runtime
 ) -> None:
+    # `runtime`: a clean database. The deploy signs with the operator wallet it finds there, and
+    # the other tests of this folder leave theirs, sealed under the test KEK, not this one's.
     (tmp_path / "log").mkdir()
     keys = evm.dev_keys(tmp_path, {})
     kek_file = tmp_path / "chain" / "kek.json"

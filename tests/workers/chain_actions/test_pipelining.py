@@ -9,11 +9,11 @@ import pytest
 
 from shared.chain import devnet
 from shared.runtime import Runtime
+from tests.support.chain.fixtures import Workers
+from tests.support.chain.world import World
 from tests.support.wait import wait_for
 
-from .conftest import Workers
 from .test_worker import finished, mint
-from .world import World
 
 pytestmark = pytest.mark.slow
 
