@@ -1,12 +1,12 @@
 """One SMTP transaction with smtplib, in phases, and what its outcome means.
 
 The transaction is driven step by step (MAIL, RCPT per recipient, DATA) instead of
-`send_message`, for two reasons:
+`sendmail`, for two reasons:
 - nothing is delivered before the server answers DATA, so `before_data` can record "sending"
   at the last moment: a crash earlier leaves the email plainly unsent (safe to send again);
 - RCPT replies are seen one by one: the primary recipient refused aborts the transaction
   (nobody gets it), a copy refused while the primary is accepted is a partial delivery whose
-  refusals are reported (aiosmtplib's `send_message` returns them instead of raising).
+  refusals are reported.
 The connection comes from the process's pool (pool.py) and goes back to it when the server's
 replies leave it in a known state (`SmtpFailure.reusable`). The calls block the worker thread
 that makes them (a socket timeout of `timeout_s` bounds each); the GIL is released while they
@@ -179,6 +179,11 @@ def _open(config: SmtpConfig) -> smtplib.SMTP:
                 raise smtplib.SMTPResponseException(code, message)
             client.ehlo()
         if config.username:
+            if not client.has_extn("auth"):
+                raise SmtpRejected(
+                    f"{config.host}:{config.port} does not offer AUTH (SMTP_USERNAME is set)",
+                    stage="auth",
+                )
             client.login(config.username, config.password or "")
     except BaseException:
         client.close()
@@ -200,6 +205,8 @@ def connect(config: SmtpConfig) -> smtplib.SMTP:
     server cannot serve, or a 5xx greeting or login reply) when it cannot be opened."""
     try:
         return _open(config)
+    except SmtpFailure:
+        raise
     except smtplib.SMTPNotSupportedError as exc:
         raise SmtpRejected(f"{config.host}:{config.port}: {exc}", stage="tls") from None
     except smtplib.SMTPResponseException as exc:
