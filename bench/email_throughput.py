@@ -14,7 +14,7 @@ to a bare aiosmtplib loop against the same server in the same run.
   one thread per connection, the worker's transport). The baseline is the better of these two:
   the best a plain client achieves against that server on this machine, in the same run.
 - worker: `dramatiq workers.email.app --processes P --threads T` (each process with its SMTP
-  connection pool, SMTP_POOL_SIZE = T); N `email:send` jobs sent through the kernel
+  connection pool, SMTP_POOL_SIZE = --pool-size, default T); N `email:send` jobs sent through the kernel
   (validation, dedup, run tracking) for rows the worker creates from the payload; each is
   rendered (Jinja2, text + HTML), claimed SENDING and recorded SENT durably.
   Rate = N / (last `sent_at` - first send). Issue 16's target: >= 300 emails/s to a local
@@ -240,6 +240,9 @@ def main() -> None:
     )
     parser.add_argument("--processes", type=int, default=2, help="worker processes")
     parser.add_argument(
+        "--pool-size", type=int, help="SMTP_POOL_SIZE of each worker process (default: --threads)"
+    )
+    parser.add_argument(
         "--server",
         choices=["postfix", "sink"],
         default="postfix" if postfix_instance.available() is None else "sink",
@@ -264,7 +267,7 @@ def main() -> None:
         env = sandbox.env(
             SMTP_PORT=str(port),
             SMTP_HOST="127.0.0.1",
-            SMTP_POOL_SIZE=str(args.threads),
+            SMTP_POOL_SIZE=str(args.pool_size or args.threads),
             PYTHONUNBUFFERED="1",
             dramatiq_worker_timeout="50",
         )
@@ -343,7 +346,8 @@ def main() -> None:
         med = {k: statistics.median(v) for k, v in figures.items()}
         result = {
             "server": args.server, "processes": args.processes,
-            "n": args.n, "repeat": args.repeat, "threads": args.threads, "median_emails_per_s": med,
+            "n": args.n, "repeat": args.repeat, "threads": args.threads,
+            "pool_size": args.pool_size or args.threads, "median_emails_per_s": med,
             "ratio_worker_to_bare_concurrent": med["worker"] / med["bare_concurrent"],
             "ratio_worker_to_bare_pooled": med["worker"] / med["bare_pooled"],
             "ratio_worker_to_bare_sequential": med["worker"] / med["bare_sequential"],
@@ -355,7 +359,8 @@ def main() -> None:
         }  # fmt: skip
         print(json.dumps(result, indent=2))
         print(
-            f"fleet {med['worker']:.0f} emails/s ({args.processes} processes x {args.threads} threads);"
+            f"fleet {med['worker']:.0f} emails/s ({args.processes} processes x {args.threads} threads,"
+            f" SMTP_POOL_SIZE {args.pool_size or args.threads});"
             f" baseline {result['baseline_emails_per_s']:.0f} emails/s (the better of bare_pooled"
             f" {med['bare_pooled']:.0f}/s and bare_threads {med['bare_threads']:.0f}/s:"
             f" {args.processes * args.threads} persistent connections, no jobfleet);"
