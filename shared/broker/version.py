@@ -9,14 +9,16 @@ may change without notice:
   (`consumer.py`);
 - `RedisBroker.scripts["dispatch"]` (`dramatiq/brokers/redis/dispatch.lua`): its arguments
   (command, timestamp, queue, worker id, heartbeat timeout, dead-message TTL, maintenance flag,
-  unpack size, command arguments) and its `ack` command, called directly (`acker.py`); its
-  `fetch` command, which `lua/fetch.lua` re-implements;
+  unpack size, command arguments); its `ack` command, which `lua/ack_many.lua` re-implements
+  for many messages at once (`acker.py`), and its `fetch` command, which `lua/fetch.lua`
+  re-implements;
 - `RedisBroker._should_do_maintenance`, `_max_unpack_size` and the `do_<command>` methods of
-  its `__getattr__` (`redis.py`, `consumer.py`, `acker.py`);
+  its `__getattr__` (`redis.py`, `consumer.py`);
 - `MessageProxy._message` and `_exception`, and proxies taking attributes of their own
   (`delivery.py`);
 - its Redis key layout (`<ns>:<queue>`, `<queue>.msgs`, `<queue>.DQ`, `__acks__.<worker>.<queue>`,
-  `__heartbeats__`), which `lua/fetch.lua` and `lua/enqueue_once.lua` write.
+  `__heartbeats__`), which `lua/fetch.lua`, `lua/ack_many.lua` and `lua/enqueue_once.lua`
+  read and write.
 
 `tests/unit/test_broker_guard.py` names each of them. To move to another minor: read that
 version's `dramatiq/brokers/redis.py` and `dispatch.lua` against the list above, install it,
@@ -35,9 +37,9 @@ SUPPORTED_DRAMATIQ = "2.2"
 #: What to review before raising `SUPPORTED_DRAMATIQ`.
 REVIEW = (
     "shared/broker/consumer.py (FleetRedisConsumer subclasses _RedisConsumer)",
-    "shared/broker/acker.py (calls the dispatch script's ack command)",
+    "shared/broker/lua/ack_many.lua (the dispatch script's ack command, for many messages)",
     "shared/broker/redis.py (overrides RedisBroker._should_do_maintenance)",
-    "shared/broker/lua/fetch.lua and enqueue_once.lua (Dramatiq's Redis layout)",
+    "shared/broker/lua/fetch.lua, ack_many.lua and enqueue_once.lua (Dramatiq's Redis layout)",
 )
 
 

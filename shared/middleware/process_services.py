@@ -1,5 +1,6 @@
-"""Starts the process's health/metrics server when a worker boots; stops it and flushes the run
-writer when the worker shuts down."""
+"""Readies a worker process's services before its consumers start (`on_boot`), starts its
+health/metrics server when it has booted; stops it and flushes the run writer when the worker
+shuts down."""
 
 from __future__ import annotations
 
@@ -23,11 +24,17 @@ class ProcessServices(Middleware):
         service: str,
         make_server: Callable[[], HealthServer | None],
         on_stop: Callable[[], None],
+        on_boot: Callable[[], None] | None = None,
     ) -> None:
         self.service = service
         self.make_server = make_server
         self.on_stop = on_stop
+        self.on_boot = on_boot
         self.server: HealthServer | None = None
+
+    def before_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
+        if self.on_boot is not None:
+            self.on_boot()
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
         try:

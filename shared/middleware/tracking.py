@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import logging
 import random
 import threading
 import time
@@ -33,6 +34,8 @@ from ..jobs.outcome import ERROR_MAX_CHARS, Outcome, decide
 from ..jobs.run_writer import Blocked, Finish, RowRefused, RunWriter, Started
 
 log = structlog.get_logger("jobfleet.tracking")
+#: The standard logger behind `log`: asked first whether a level is enabled at all.
+_stdlog = logging.getLogger("jobfleet.tracking")
 
 #: Back-off when Postgres cannot record a start: the message goes back, no attempt counted.
 TRACKING_DOWN_DELAY_MS = 3_000
@@ -398,6 +401,8 @@ class Tracking(Middleware):
             # Counted by the metrics and recorded in job_runs; a JSON line per job costs ~15 %
             # of a busy worker's time (bench/README.md). Failures always log.
             level = 10
+        if not _stdlog.isEnabledFor(level):
+            return  # not even the event: structlog would build it, then drop it
         log.log(
             level,
             "run.finished",

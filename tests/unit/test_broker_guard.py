@@ -53,7 +53,10 @@ def test_another_minor_is_refused_with_the_versions_and_what_to_review(other: st
     assert f"dramatiq {other} is installed" in message
     assert f"written against dramatiq {SUPPORTED_DRAMATIQ}.x" in message
     assert "shared/broker/consumer.py (FleetRedisConsumer subclasses _RedisConsumer)" in message
-    assert "shared/broker/acker.py (calls the dispatch script's ack command)" in message
+    assert (
+        "shared/broker/lua/ack_many.lua (the dispatch script's ack command, for many messages)"
+        in message
+    )
     assert "SUPPORTED_DRAMATIQ in shared/broker/version.py" in message
 
 
@@ -102,8 +105,8 @@ def test_the_private_consumer_fleet_redis_consumer_subclasses_is_unchanged() -> 
 
 
 def test_the_private_broker_methods_the_fleet_broker_uses_are_unchanged() -> None:
-    """`redis.py` overrides `_should_do_maintenance`; `acker.py` calls `_max_unpack_size` and
-    the dispatch script with `RedisBroker._dispatch`'s arguments; `consumer.py` and `redis.py`
+    """`redis.py` overrides `_should_do_maintenance`; `lua/ack_many.lua` does what the dispatch
+    script does with `RedisBroker._dispatch`'s arguments for `ack`; `consumer.py` and `redis.py`
     call `do_ack`, `do_nack`, `do_requeue` and `do_qsize`."""
     cls = dramatiq_redis.RedisBroker
     assert list(inspect.signature(cls._should_do_maintenance).parameters) == ["self", "command"]
@@ -133,8 +136,8 @@ def test_the_private_broker_methods_the_fleet_broker_uses_are_unchanged() -> Non
 
 
 def test_the_dispatch_script_keeps_its_arguments_commands_and_key_layout() -> None:
-    """`acker.py` calls its `ack` command directly; `lua/fetch.lua` re-implements its `fetch`
-    and `lua/enqueue_once.lua` its `enqueue`, both on its Redis key layout."""
+    """`lua/ack_many.lua` re-implements its `ack` command, `lua/fetch.lua` its `fetch` and
+    `lua/enqueue_once.lua` its `enqueue`, all on its Redis key layout."""
     script = dramatiq_redis._scripts["dispatch"].decode()
 
     layout = [
