@@ -1,9 +1,11 @@
-"""Starts and stops a group of worker processes with the `dramatiq` CLI, as production does.
+"""Starts and stops a group of worker processes with the `dramatiq` CLI, as production does
+(`CeleryGroup`: with the `celery` CLI).
 
 `dramatiq MODULE --processes P --threads T` forks P worker processes of T threads each. The idle
 poll back-off of Dramatiq's consumer is read from the `dramatiq_worker_timeout` environment
 variable (milliseconds; Dramatiq's default is 1000). A group is ready when every worker process
-has logged "ready for action"; its output goes to a log file that is shown when it fails.
+has logged "ready for action" (a Celery worker: once, when its P prefork processes are up);
+its output goes to a log file that is shown when it fails.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ class WorkerGroupError(RuntimeError):
 
 
 class WorkerGroup:
+    #: What each ready worker logs once, and how many such lines make the group ready.
+    ready = READY
+
     def __init__(
         self,
         sandbox: Sandbox,
@@ -53,14 +58,20 @@ class WorkerGroup:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "dramatiq", self.app,
+            "--processes", str(self.processes), "--threads", str(self.threads),
+        ]  # fmt: skip
+
+    def ready_lines(self) -> int:
+        return self.processes
+
     def start(self, timeout: float = 90.0) -> None:
         extra = {}
         if self.worker_timeout_ms is not None:
             extra["dramatiq_worker_timeout"] = str(self.worker_timeout_ms)
-        cmd = [
-            sys.executable, "-m", "dramatiq", self.app,
-            "--processes", str(self.processes), "--threads", str(self.threads),
-        ]  # fmt: skip
+        cmd = self.command()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 (closed in stop)
         offset = self._log.tell()  # count only this start's lines
@@ -83,7 +94,7 @@ class WorkerGroup:
         assert self.proc is not None
         deadline = time.monotonic() + timeout
         ready = 0
-        while ready < self.processes:
+        while ready < self.ready_lines():
             if self.proc.poll() is not None:
                 raise WorkerGroupError(
                     f"{self.app} exited with {self.proc.returncode}:\n{self.tail()}"
@@ -98,7 +109,7 @@ class WorkerGroup:
             # Count whole lines only; a partial last line is read again next time.
             complete = chunk[: chunk.rfind(b"\n") + 1]
             offset += len(complete)
-            ready += len(READY.findall(complete))
+            ready += len(self.ready.findall(complete))
             time.sleep(0.05)
 
     def worker_pids(self) -> list[int]:
@@ -126,3 +137,20 @@ class WorkerGroup:
         except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
+
+
+class CeleryGroup(WorkerGroup):
+    """`celery -A APP worker --pool prefork --concurrency P`: one main process and P forked
+    worker processes, single-threaded each (`--threads` does not apply). Gossip, mingle and
+    worker heartbeats (events between workers) are off: nothing listens to them here."""
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "celery", "-A", self.app, "worker",
+            "--pool", "prefork", "--concurrency", str(self.processes),
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "--loglevel", "WARNING", "--hostname", f"bench-{self.sandbox.run_id}@%h",
+        ]  # fmt: skip
+
+    def ready_lines(self) -> int:
+        return 1

@@ -1,4 +1,4 @@
-"""The two systems under test, seen from the producer: how to send a no-op job and how to tell
+"""The systems under test, seen from the producer: how to send a no-op job and how to tell
 when (and how fast) N of them were drained.
 
 - `Bare`: a stock `RedisBroker` (Dramatiq's default middleware) and `actor.send(...)`; a job is
@@ -6,6 +6,9 @@ when (and how fast) N of them were drained.
 - `Fleet`: `JobSpec.send(...)` through the runtime (validation, stable id, dedup, QUEUED row);
   a job is done when its run is COMPLETED in `job_runs` (the worker acknowledges only after
   that row is durable).
+- `CelerySystem`: Celery 5 on the same Redis (`bench/apps/celery_app.py`: no result backend,
+  early acks), `task.delay(...)`; a job is done when its body ran. Only when the optional
+  `bench` extra is installed (`celery_version()` is None otherwise).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ class Bare:
         while int(self.redis.get(self.keys.count) or 0) < n:
             if time.monotonic() > deadline:
                 done = int(self.redis.get(self.keys.count) or 0)
-                raise DrainTimeout(f"bare: {done}/{n} jobs done after {timeout:.0f} s")
+                raise DrainTimeout(f"{self.name}: {done}/{n} jobs done after {timeout:.0f} s")
             time.sleep(POLL_S)
         stamps = {str(k): float(v) for k, v in self.redis.hgetall(self.keys.stamps).items()}
         return stamps
@@ -138,10 +141,46 @@ class Fleet:
         self.redis.close()
 
 
+def celery_version() -> str | None:
+    """The installed Celery's version, None when the `bench` extra is not installed."""
+    try:
+        import celery
+    except ImportError:
+        return None
+    return str(celery.__version__)
+
+
+class CelerySystem(Bare):
+    """Sends and counts like `Bare` (the same body stamps the same Redis counter)."""
+
+    name = "celery"
+    app = "bench.apps.celery_app"
+
+    def __init__(self, sandbox: Sandbox) -> None:  # no Dramatiq broker: not Bare.__init__
+        from .apps.celery_app import make_app
+
+        self.keys = Keys(sandbox.namespace, "celery")
+        self.celery, self.task = make_app(sandbox.base.redis_url, sandbox.namespace)
+        self.redis = sandbox.redis()
+
+    @property
+    def middleware(self) -> list[str]:
+        return []
+
+    def send(self, tag: str, total: int = 0) -> None:
+        self.task.delay(time.time(), tag, total)
+
+    def close(self) -> None:
+        self.celery.close()
+        self.redis.close()
+
+
 System = Bare | Fleet
 
 
 def make(name: str, sandbox: Sandbox) -> System:
+    if name == "celery":
+        return CelerySystem(sandbox)
     return Bare(sandbox) if name == "bare" else Fleet(sandbox)
 
 

@@ -1,16 +1,19 @@
-"""Bare Dramatiq vs jobfleet, no-op jobs, in one run on the same Redis and Postgres.
+"""Bare Dramatiq vs jobfleet vs Celery, no-op jobs, in one run on the same Redis and Postgres.
 
     .venv/bin/python bench/throughput.py            # N=20,000, one repetition
     .venv/bin/python bench/throughput.py --quick    # N=2,000, fewer latency/wake-up samples
     .venv/bin/python bench/throughput.py --repeat 3 # medians of 3 (DESIGN §9 figures)
 
-Each repetition measures, for bare Dramatiq and for jobfleet in turn (alternating which goes
-first): enqueue/s from one producer thread with no worker running; drain jobs/s of those N
-jobs by 2 worker processes x 8 threads started with the `dramatiq` CLI; send-to-start latency
-at a paced 100 jobs/s; send-to-start after the workers sat idle. Then the idle wake-up of bare
-Dramatiq with a 100 ms worker timeout, for reference. The run gets its own broker namespace and
-database (both removed at the end), prints a table and writes JSON to bench/results/.
-See bench/README.md for how to read it.
+Each repetition measures, for bare Dramatiq, jobfleet and Celery in turn (the order rotates
+from one repetition to the next): enqueue/s from one producer thread with no worker running;
+drain jobs/s of those N jobs by 2 worker processes (x 8 threads for Dramatiq, started with the
+`dramatiq` CLI; Celery: prefork with 2 processes); send-to-start latency at a paced 100 jobs/s;
+send-to-start after the workers sat idle. Then the idle wake-up of bare Dramatiq with a 100 ms
+worker timeout, for reference, and at the end the idle cost of jobfleet worker processes
+(Redis commands per second, `bench/idle_cost.py`). Celery is measured only when installed (the
+optional `bench` extra); its column says "not installed" otherwise. The run gets its own broker
+namespace and database (both removed at the end), prints a table and writes JSON to
+bench/results/. See bench/README.md for how to read it.
 """
 
 from __future__ import annotations
@@ -31,11 +34,11 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import dramatiq
 
-from bench import machine, phases
-from bench.launcher import WorkerGroup
-from bench.report import aggregate, render, verdicts, write_json
+from bench import idle_cost, machine, phases
+from bench.launcher import CeleryGroup, WorkerGroup
+from bench.report import aggregate, render, render_idle, verdicts, write_json
 from bench.sandbox import Sandbox
-from bench.systems import Bare, System, make
+from bench.systems import Bare, CelerySystem, System, celery_version, make
 from shared.config import Settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -55,6 +58,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--wake-samples", type=int, default=None, help="idle wake-ups measured (20)")
     p.add_argument("--idle", type=float, default=2.0, help="seconds idle before each wake-up")
     p.add_argument("--results", type=Path, default=RESULTS, help="directory of the JSON results")
+    p.add_argument("--no-celery", action="store_true", help="leave Celery out even if installed")
+    p.add_argument(
+        "--idle-window", type=float, default=20.0, help="seconds of the idle-cost window (20)"
+    )
+    p.add_argument("--no-idle-cost", action="store_true", help="skip the idle-cost measurement")
     args = p.parse_args(argv)
     args.jobs = args.jobs or (2_000 if args.quick else 20_000)
     args.latency_jobs = args.latency_jobs or (300 if args.quick else 1_000)
@@ -70,11 +78,12 @@ def measure(
     timeout = None if isinstance(system, Bare) else sandbox.settings.worker_idle_timeout_ms
     try:
         out: dict[str, Any] = {"machine_before": machine.snapshot(sandbox.dsn)}
-        if isinstance(system, Bare):
+        if isinstance(system, Bare) and not isinstance(system, CelerySystem):
             out["middleware"] = system.middleware
         _say(f"{name}: enqueue {args.jobs:,}")
         out["enqueue"] = phases.enqueue(system, args.jobs)
-        group = WorkerGroup(
+        kind = CeleryGroup if isinstance(system, CelerySystem) else WorkerGroup
+        group = kind(
             sandbox, system.app, processes=args.processes, threads=args.threads,
             worker_timeout_ms=timeout, log_path=logs / f"{name}.log",
         )  # fmt: skip
@@ -113,11 +122,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random()
     reps: list[dict[str, Any]] = []
     started = datetime.now(UTC)
+    celery = None if args.no_celery else celery_version()
+    names = ["bare", "fleet"] + (["celery"] if celery else [])
     try:
         sandbox.create()
         for i in range(args.repeat):
             sandbox.reset()
-            order = ("bare", "fleet") if i % 2 == 0 else ("fleet", "bare")
+            order = names[i % len(names) :] + names[: i % len(names)]
             _say(f"repetition {i + 1}/{args.repeat} ({' then '.join(order)})")
             rep = {name: measure(name, sandbox, args, rng, logs / f"rep{i + 1}") for name in order}
             rep["bare_100"] = wake_bare_100(sandbox, args, rng, logs / f"rep{i + 1}")
@@ -128,6 +139,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         sandbox.destroy()
     _remove_logs(logs)
+    idle = None
+    if not args.no_idle_cost:
+        _say(f"idle cost: {args.processes} idle jobfleet processes, {args.idle_window:g} s")
+        idle = idle_cost.run(
+            argparse.Namespace(
+                processes=args.processes, threads=args.threads, window=args.idle_window,
+                warmup=3.0, wakes=5, idle=args.idle,
+            )
+        )  # fmt: skip
     summary = aggregate(reps)
     config = {
         "jobs": args.jobs,
@@ -141,6 +161,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "bare_worker_timeout_ms": 1000,
         "fleet_worker_timeout_ms": sandbox.settings.worker_idle_timeout_ms,
         "bare_middleware": reps[0]["bare"]["middleware"],
+        "celery": celery or "not installed",
     }
     return {
         "run_id": sandbox.run_id,
@@ -150,10 +171,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "dramatiq": dramatiq.__version__,
+            "celery": celery,
             "loadavg_end": os.getloadavg(),
         },
         "config": config,
         "repetitions": reps,
+        "idle_cost": idle,
         "median": summary,
         "targets": verdicts(summary),
     }
@@ -175,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (a timeout, a CI cancel) unwinds like Ctrl-C: workers stopped, database dropped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = run(args)
-    print(render(result["median"], result["config"]))
+    print(render(result["median"], result["config"], result["machine"]))
+    if result["idle_cost"] is not None:
+        print(render_idle(result["idle_cost"]))
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     path = write_json(args.results, f"throughput-{stamp}-{result['run_id']}.json", result)
     print(f"\nresults: {path}")
