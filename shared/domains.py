@@ -74,6 +74,7 @@ class Process:
     requires: tuple[str, ...] = ()
     extra_ports: tuple[tuple[str, int], ...] = ()  # (env var, default) of further listen ports
     summary: str | None = None  # one line `make run` prints once it is ready ({url} replaced)
+    threads: int = 8  # a worker's `--threads` (one process each; scale out with replicas)
 
     @property
     def fleet(self) -> bool:

@@ -81,12 +81,12 @@ def _bin(name: str) -> str:
     return str(candidate) if candidate.exists() else name
 
 
-def worker_argv(module: str, settings: Settings) -> tuple[str, ...]:
+def worker_argv(module: str, settings: Settings, threads: int = 8) -> tuple[str, ...]:
     return (
         _bin("dramatiq"),
         module,
         "--processes", "1",
-        "--threads", "8",
+        "--threads", str(threads),
         "--skip-logging",
         "--worker-shutdown-timeout", str(settings.shutdown_grace_ms),
     )  # fmt: skip
@@ -104,7 +104,7 @@ def fleet_plan(settings: Settings, *, only: Sequence[str] = ()) -> list[ProcessS
         env = {"HEALTH_PORT": str(port)}
         if process.kind == "worker":
             env["dramatiq_worker_timeout"] = str(settings.worker_idle_timeout_ms)
-            argv = worker_argv(process.module, settings)
+            argv = worker_argv(process.module, settings, process.threads)
         else:
             argv = (sys.executable, "-m", process.module)
         specs.append(ProcessSpec(process.name, argv, port, env))

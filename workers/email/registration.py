@@ -12,7 +12,8 @@ DOMAIN = Domain(
         ),
     ),
     processes=(
-        Process("worker-email", "workers.email.app"),
+        # 16 threads: a send mostly waits on SMTP and Postgres (bench/email_throughput.py).
+        Process("worker-email", "workers.email.app", threads=16),
         Process(
             "email-inbound",
             "workers.email.feedback.inbound",
