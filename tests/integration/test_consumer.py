@@ -135,3 +135,35 @@ def test_closing_hands_back_prefetched_messages_at_once(runtime, settings) -> No
     other = broker.consume("testq", prefetch=3, timeout=50)
     returned = {_fetch(other).args[0]["n"] for _ in range(2)}
     assert returned == {0, 1, 2} - {started.args[0]["n"]}
+
+
+def test_a_batch_of_acks_removes_each_message_of_each_queue_and_nothing_of_another_worker(
+    runtime, settings
+) -> None:
+    """`lua/ack_many.lua`: one call per queue does Dramatiq's `ack` for each id (out of this
+    worker's unacknowledged set, its data deleted); a message another worker holds is left."""
+    broker = build_broker(settings)
+    other = build_broker(settings)  # another worker (its own broker id)
+    for queue in ("testq", "testq2"):
+        broker.declare_queue(queue)
+        for n in range(3):
+            broker.enqueue(raw_message("test:echo", {"n": n}).copy(queue_name=queue))
+    mine = {q: broker.consume(q, prefetch=2, timeout=50) for q in ("testq", "testq2")}
+    fetched = [(mine[q], _fetch(mine[q])) for q in ("testq", "testq2") for _ in range(2)]
+    held = _fetch(other.consume("testq", prefetch=1, timeout=50))
+    for consumer, message in fetched:
+        delivery_of(message).durable = _Durable(answer=True)
+        delivery_of(message).durable.released.set()  # type: ignore[union-attr]
+        consumer.ack(message)
+    assert broker.acker.drain(5)
+
+    for queue in ("testq", "testq2"):
+        assert _unacked(broker, queue) == 0
+        assert not any(c.queued_message_ids for c in mine.values())
+    ns = broker.namespace
+    stored = broker.client.hkeys(f"{ns}:testq.msgs") + broker.client.hkeys(f"{ns}:testq2.msgs")
+    left = {k.decode() for k in stored}
+    assert held.options["redis_message_id"] in left  # the other worker's, untouched
+    for _, message in fetched:
+        assert message.options["redis_message_id"] not in left
+    assert _unacked(other, "testq") == 1
