@@ -108,9 +108,10 @@ def test_plan_runs_five_workers_and_the_scheduler_on_distinct_health_ports() -> 
     assert len({p.health_port for p in plan}) == len(plan) == 6
     email = plan[0]
     assert email.argv[1:] == (
-        "workers.email.app", "--processes", "1", "--threads", "8", "--skip-logging",
+        "workers.email.app", "--processes", "1", "--threads", "16", "--skip-logging",
         "--worker-shutdown-timeout", "7000",
-    )  # fmt: skip
+    )  # fmt: skip  (the email worker's registration asks for 16 threads; the others 8)
+    assert plan[1].argv[1:6] == ("workers.ai.app", "--processes", "1", "--threads", "8")
     assert email.env == {"HEALTH_PORT": "9500", "dramatiq_worker_timeout": "40"}
     assert plan[-1].argv[1:] == ("-m", "scheduler")
     assert [p.name for p in fleet_plan(settings, only=["scheduler"])] == ["scheduler"]
