@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,44 +83,56 @@ def test_its_cli_settings_and_process_come_from_its_registration() -> None:
     assert "max_attempts=2" in policy and "min_backoff_ms=100" in policy
 
 
-def test_its_migration_runs_with_the_kernels() -> None:
+@pytest.fixture
+def scratch_db() -> Iterator[str]:
+    """A database of its own: the session's must not record a revision that the other tests'
+    processes (without this domain) cannot resolve."""
     name = f"jf_notes_{uuid.uuid4().hex[:8]}"
-    url = f"{BASE_PG}/{name}"
-    try:
-        fleet("db", "upgrade", DATABASE_URL=url)
-        dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
-        with psycopg.connect(dsn) as conn:
-            heads = {r[0] for r in conn.execute("SELECT version_num FROM alembic_version")}
-            assert "n001_notes" in heads
-            assert conn.execute("SELECT to_regclass('notes')").fetchone() == ("notes",)
-            assert conn.execute("SELECT to_regclass('job_runs')").fetchone() == ("job_runs",)
-    finally:
-        admin = BASE_PG.replace("postgresql+psycopg://", "postgresql://", 1) + "/postgres"
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield f"{BASE_PG}/{name}"
+    admin = BASE_PG.replace("postgresql+psycopg://", "postgresql://", 1) + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_its_worker_runs_its_job(database: str, tmp_path: Path) -> None:
-    # The session's database, migrated without this domain, is behind once it is installed:
-    # its producer refuses to send until `fleet db upgrade` applies the domain's revision.
+def dsn(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def test_its_migration_runs_with_the_kernels(scratch_db: str) -> None:
+    fleet("db", "upgrade", DATABASE_URL=scratch_db)
+    with psycopg.connect(dsn(scratch_db)) as conn:
+        heads = {r[0] for r in conn.execute("SELECT version_num FROM alembic_version")}
+        assert "n001_notes" in heads
+        assert conn.execute("SELECT to_regclass('notes')").fetchone() == ("notes",)
+        assert conn.execute("SELECT to_regclass('job_runs')").fetchone() == ("job_runs",)
+
+
+def test_its_worker_runs_its_job(scratch_db: str, tmp_path: Path) -> None:
+    # A database migrated before the domain was installed is behind once it is: its producer
+    # refuses to send until `fleet db upgrade` applies the domain's revision.
+    without = {**os.environ, **test_env(), "DATABASE_URL": scratch_db}
+    subprocess.run(
+        [str(BIN / "fleet"), "db", "upgrade"], env=without, cwd=ROOT, check=True,
+        capture_output=True, timeout=120,
+    )  # fmt: skip
     refused = subprocess.run(
         [str(BIN / "fleet"), "notes", "index", "too early"],
-        env=env(), cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env=env(DATABASE_URL=scratch_db), cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert refused.returncode == 1 and "missing: n001_notes" in refused.stderr, refused.stderr
-    fleet("db", "upgrade")
+    fleet("db", "upgrade", DATABASE_URL=scratch_db)
     worker = Proc(
         [str(BIN / "dramatiq"), "jf_notes.app", "--processes", "1", "--threads", "2"],
-        env=env(),
+        env=env(DATABASE_URL=scratch_db),
         log_path=tmp_path / "worker-notes.log",
     )
     try:
-        job_id = fleet("notes", "index", "three little words").strip()
+        job_id = fleet("notes", "index", "three little words", DATABASE_URL=scratch_db).strip()
         assert job_id.startswith("00000000-0000-0000-0000-000000000000:notes:index:"), job_id
 
         def completed() -> Any:
             assert worker.alive(), worker.log()[-3000:]
-            with psycopg.connect(database) as conn:
+            with psycopg.connect(dsn(scratch_db)) as conn:
                 return conn.execute(
                     "SELECT status, queue, result FROM job_runs WHERE job_id = %s", (job_id,)
                 ).fetchone()
