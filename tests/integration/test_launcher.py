@@ -107,10 +107,11 @@ def test_plan_runs_five_workers_and_the_scheduler_on_distinct_health_ports() -> 
     assert [p.name for p in plan] == list(NAMES)
     assert len({p.health_port for p in plan}) == len(plan) == 6
     email = plan[0]
+    # The email worker's registration asks for 16 threads; the others run 8.
     assert email.argv[1:] == (
         "workers.email.app", "--processes", "1", "--threads", "16", "--skip-logging",
         "--worker-shutdown-timeout", "7000",
-    )  # fmt: skip  (the email worker's registration asks for 16 threads; the others 8)
+    )  # fmt: skip
     assert plan[1].argv[1:6] == ("workers.ai.app", "--processes", "1", "--threads", "8")
     assert email.env == {"HEALTH_PORT": "9500", "dramatiq_worker_timeout": "40"}
     assert plan[-1].argv[1:] == ("-m", "scheduler")
