@@ -16,9 +16,7 @@ from shared.config import DomainSettings, settings_for
 
 
 class SchedulerSettings(DomainSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="SCHEDULER_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="SCHEDULER_")
 
     threads: int = Field(default=6, description="Size of the scheduler's one thread pool")
     chain_enabled: bool = Field(
@@ -44,9 +42,7 @@ class SchedulerSettings(DomainSettings):
 
 
 class IndexerSettings(DomainSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="INDEXER_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="INDEXER_")
 
     interval_ms: int = Field(default=3_000, ge=100, description="Period of the chain indexer")
     window_blocks: int = Field(
@@ -69,9 +65,7 @@ class IndexerSettings(DomainSettings):
 
 
 class KeeperSettings(DomainSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="KEEPER_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="KEEPER_")
 
     interval_ms: int = Field(default=10_000, ge=100, description="Period of the lottery keeper")
     lock_key: str = Field(default="chain:keeper-lock", description="Redis key of the keeper's lock")

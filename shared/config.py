@@ -210,12 +210,14 @@ class DomainSettings(BaseSettings):
     """Base of a domain's settings class: give it its own `env_prefix`, e.g.
 
         class EmailSettings(DomainSettings):
-            model_config = SettingsConfigDict(env_prefix="EMAIL_", env_file=".env", extra="ignore")
+            model_config = SettingsConfigDict(env_prefix="EMAIL_")
 
-    and read it with `settings_for(EmailSettings)` (once per process, cleared with the kernel's).
+    (the rest of the configuration, `.env` and a field settable by its name as well as by its
+    `validation_alias`, is inherited) and read it with `settings_for(EmailSettings)` (once per
+    process, cleared with the kernel's).
     """
 
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
 
 
 S = TypeVar("S", bound=BaseSettings)

@@ -13,9 +13,7 @@ from shared.config import DomainSettings, settings_for
 
 
 class ChainSettings(DomainSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="CHAIN_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="CHAIN_")
 
     rpc_url: str = Field(
         default="http://127.0.0.1:8545", description="JSON-RPC endpoint of the EVM node"

@@ -20,9 +20,10 @@ import psycopg
 from ..errors import SchemaNotMigrated
 
 
+@cache
 def _scripts() -> Any:
     """The Alembic scripts `migrate.py` applies: the kernel's and every registered domain's
-    (alembic is imported only on use)."""
+    (alembic is imported only on use; the files are read once per process)."""
     from alembic.script import ScriptDirectory
 
     from .migrate import alembic_config

@@ -15,9 +15,7 @@ from shared.config import DomainSettings, settings_for
 
 
 class AiSettings(DomainSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="AI_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="AI_")
 
     # --- provider: an OpenAI-compatible API; embeddings local by default ---
     base_url: str = Field(

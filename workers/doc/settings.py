@@ -9,9 +9,7 @@ from shared.config import DomainSettings, settings_for
 
 
 class DocSettings(DomainSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="DOC_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="DOC_")
 
     max_bytes: int = Field(
         default=50 * 1024 * 1024, ge=1, description="Largest document doc:ingest accepts (bytes)"

@@ -16,9 +16,7 @@ from shared.config import DomainSettings, settings_for
 
 
 class EmailSettings(DomainSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="EMAIL_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="EMAIL_")
 
     # --- SMTP client, sender identity, dev sink (issue 3) ---
     smtp_host: str = Field(

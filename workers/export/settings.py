@@ -16,9 +16,7 @@ from shared.config import DomainSettings, settings_for
 
 
 class ExportSettings(DomainSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="EXPORT_", env_file=".env", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="EXPORT_")
 
     fetch_rows: int = Field(
         default=5_000, ge=100, description="Rows fetched per round trip of the export cursor"

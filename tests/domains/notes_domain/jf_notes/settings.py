@@ -9,7 +9,7 @@ from shared.config import DomainSettings, settings_for
 
 
 class NotesSettings(DomainSettings):
-    model_config = SettingsConfigDict(env_prefix="NOTES_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="NOTES_")
 
     max_words: int = Field(default=1_000, description="Longest note indexed, in words")
 
