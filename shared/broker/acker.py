@@ -144,8 +144,10 @@ def _ack_with_retry(items: list[tuple[Any, Any]]) -> None:
 
 
 def _ack_many(items: list[tuple[Any, Any]]) -> None:
-    """Acknowledge messages in one round trip: one `lua/ack_many.lua` call per queue (Dramatiq's
-    `ack` command for each of its messages), in a pipeline."""
+    """Acknowledge messages with one `lua/ack_many.lua` call per queue (Dramatiq's `ack` command
+    for each of its messages): one round trip per queue. Not in a pipeline: redis-py asks
+    `SCRIPT EXISTS` before each execution of a pipeline holding a script, a second round trip
+    per batch; a script called as is runs EVALSHA and loads itself only when Redis lacks it."""
     broker = items[0][0].broker
     script = broker.__dict__.get("fleet_ack_many")
     if script is None:
@@ -157,13 +159,8 @@ def _ack_many(items: list[tuple[Any, Any]]) -> None:
             log.error("run.ack_without_redis_id", message_id=message.message_id)
             continue
         by_queue.setdefault(consumer.queue_name, []).append(redis_id)
-    if by_queue:
-        pipe = broker.client.pipeline(transaction=False)
-        now = current_millis()
-        for queue_name, ids in by_queue.items():
-            script(
-                keys=[broker.namespace], args=[now, queue_name, broker.broker_id, *ids], client=pipe
-            )
-        pipe.execute()
+    now = current_millis()
+    for queue_name, ids in by_queue.items():
+        script(keys=[broker.namespace], args=[now, queue_name, broker.broker_id, *ids])
     for consumer, message in items:
         consumer.queued_message_ids.discard(message.message_id)

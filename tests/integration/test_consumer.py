@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 
+import redis
 from structlog.testing import capture_logs
 
 from shared.broker import FleetRedisConsumer, build_broker, delivery_of
@@ -135,6 +136,47 @@ def test_closing_hands_back_prefetched_messages_at_once(runtime, settings) -> No
     other = broker.consume("testq", prefetch=3, timeout=50)
     returned = {_fetch(other).args[0]["n"] for _ in range(2)}
     assert returned == {0, 1, 2} - {started.args[0]["n"]}
+
+
+def test_a_batch_of_acks_is_one_redis_command_per_queue(runtime, settings, monkeypatch) -> None:
+    """The acknowledgements of a batch cost one round trip per queue: the `ack_many` script
+    called as is (EVALSHA, loaded once), not through a pipeline, which asks Redis `SCRIPT
+    EXISTS` before every execution: a second round trip per batch, in the acker thread that
+    shares the GIL with the workers."""
+    broker = build_broker(settings)
+    broker.declare_queue("testq")
+    for n in range(4):
+        broker.enqueue(raw_message("test:echo", {"n": n}).copy(queue_name="testq"))
+    consumer = broker.consume("testq", prefetch=4, timeout=50)
+    fetched = [_fetch(consumer) for _ in range(4)]
+
+    def ack_all() -> None:
+        for message in fetched:
+            delivery_of(message).durable = _Durable(answer=True)
+            delivery_of(message).durable.released.set()  # type: ignore[union-attr]
+            consumer.ack(message)
+        assert broker.acker.drain(5)
+
+    ack_all()  # the first batch may load the script
+    for message in (raw_message("test:echo", {"n": n}) for n in range(4, 8)):
+        broker.enqueue(message.copy(queue_name="testq"))
+    fetched = [_fetch(consumer) for _ in range(4)]
+    sent: list[bytes] = []
+    pool = broker.client.connection_pool
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def spy(self, command, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if threading.current_thread().name.startswith("jobfleet-acker"):
+            chunks = [command] if isinstance(command, bytes | str) else list(command)
+            sent.append(b"".join(c if isinstance(c, bytes) else c.encode() for c in chunks))
+        return original(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", spy)
+    ack_all()
+    assert pool is broker.client.connection_pool
+    assert len(sent) == 1, sent
+    assert b"EVALSHA" in sent[0].upper() and b"SCRIPT" not in sent[0].upper()
+    assert _unacked(broker, "testq") == 0
 
 
 def test_a_batch_of_acks_removes_each_message_of_each_queue_and_nothing_of_another_worker(
