@@ -97,6 +97,7 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
             settings.database_dsn, autocommit=True, connect_timeout=5, **kwargs
         ),
         max_batch=settings.tracking_batch_max,
+        finish_linger_ms=settings.tracking_finish_linger_ms,
         pooled=pooled(settings),
     )
     broker = build_broker(settings)

@@ -101,6 +101,12 @@ class Settings(BaseSettings):
     )
     result_max_bytes: int = Field(default=8_192, description="Largest job result stored on the run")
     tracking_batch_max: int = Field(default=256, description="Most run writes in one group commit")
+    tracking_finish_linger_ms: float = Field(
+        default=10,
+        ge=0,
+        description="How long a worker lets finished runs gather before making their outcomes "
+        "durable in one commit (each is acknowledged that much later); 0: at once",
+    )
     outbox_backoff_s: list[int] = Field(
         default_factory=lambda: [60, 300, 1_800, 7_200, 43_200, 86_400],
         description="Outbox publish retry schedule in seconds; its length is the attempt limit",

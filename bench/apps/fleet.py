@@ -1,6 +1,6 @@
 """The jobfleet worker of the benchmark: `dramatiq bench.apps.fleet`.
 
-Booted exactly like a domain worker (`workers/<domain>/__init__.py`): `boot_worker` builds the
+Booted exactly like a domain worker (`workers/<domain>/app.py`): `boot_worker` builds the
 broker with the fleet middleware (tracking in `job_runs`, retries, heartbeat, metrics, logs)
 from the settings in the environment, then the no-op handler is bound to it.
 """
