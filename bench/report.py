@@ -59,11 +59,45 @@ def aggregate(reps: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | Non
     return out
 
 
-def verdicts(summary: dict[str, dict[str, float | None]]) -> dict[str, dict[str, Any]]:
+#: Ratios = {metric: {system: {"each": [per repetition], "median": ...}}} (`paired_ratios`).
+Ratios = dict[str, dict[str, dict[str, Any]]]
+
+
+def paired_ratios(reps: Sequence[dict[str, Any]]) -> Ratios:
+    """Each repetition's ratio system/bare, and their median. A repetition measures every
+    system within minutes; the machine (a shared 2-core box) drifts more than that between
+    repetitions, so the median of these paired ratios is steadier than the ratio of the
+    medians, which may take bare's figure from a quiet repetition and jobfleet's from a busy
+    one."""
+    out: Ratios = {}
+    for key, _, path in METRICS:
+        out[key] = {}
+        for system in ("fleet", "celery"):
+            each = []
+            for rep in reps:
+                bare, value = _get(rep.get("bare", {}), path), _get(rep.get(system, {}), path)
+                if bare and value is not None:
+                    each.append(value / bare)
+            if each:
+                out[key][system] = {"each": each, "median": median(each)}
+    return out
+
+
+def _paired(ratios: Ratios | None, key: str, system: str) -> float | None:
+    entry = (ratios or {}).get(key, {}).get(system)
+    return None if entry is None else float(entry["median"])
+
+
+def verdicts(
+    summary: dict[str, dict[str, float | None]], ratios: Ratios | None = None
+) -> dict[str, dict[str, Any]]:
+    """Met or missed, per budget; a ratio budget is judged on the paired ratio when given."""
     out: dict[str, dict[str, Any]] = {}
     for key, (kind, bound, text) in TARGETS.items():
         bare, fleet = summary["bare"].get(key), summary["fleet"].get(key)
-        ratio = fleet / bare if fleet is not None and bare else None
+        ratio = _paired(ratios, key, "fleet")
+        if ratio is None:
+            ratio = fleet / bare if fleet is not None and bare else None
         value = ratio if kind == "ratio_min" else fleet
         met = None if value is None else (value >= bound if kind == "ratio_min" else value <= bound)
         out[key] = {"target": text, "ratio": ratio, "value": value, "met": met}
@@ -78,7 +112,9 @@ def _fmt(value: float | None) -> str:
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def _ratio(value: float | None, bare: float | None) -> str:
+def _ratio(value: float | None, bare: float | None, paired: float | None = None) -> str:
+    if paired is not None:
+        return f"{paired:.2f}x"
     return f"{value / bare:.2f}x" if value is not None and bare else "-"
 
 
@@ -86,8 +122,9 @@ def render(
     summary: dict[str, dict[str, float | None]],
     config: dict[str, Any],
     machine: dict[str, Any] | None = None,
+    ratios: Ratios | None = None,
 ) -> str:
-    checks = verdicts(summary)
+    checks = verdicts(summary, ratios)
     celery = config.get("celery", "not installed")
     measured = celery != "not installed"
     head = (
@@ -97,7 +134,13 @@ def render(
         f"{config['latency_jobs']}, wake-up after {config['idle_s']:g} s idle x "
         f"{config['wake_samples']}; median of {config['repeat']} run(s)"
     )
-    lines = [head, ""]
+    lines = [head]
+    if ratios:
+        lines.append(
+            "ratio: the median of each repetition's own ratio to bare Dramatiq (paired: the "
+            "machine's drift between repetitions cancels out)"
+        )
+    lines.append("")
     row = "{:<38} {:>9} {:>9} {:>7} {:>9} {:>7}   {:<9} {}"
     lines.append(
         row.format("", "bare", "jobfleet", "ratio", "celery", "ratio", "target", "(jobfleet)")
@@ -114,9 +157,9 @@ def render(
                 label,
                 _fmt(bare),
                 _fmt(fleet),
-                _ratio(fleet, bare),
+                _ratio(fleet, bare, _paired(ratios, key, "fleet")),
                 _fmt(cel) if measured else "n/i",
-                _ratio(cel, bare) if measured else "-",
+                _ratio(cel, bare, _paired(ratios, key, "celery")) if measured else "-",
                 check["target"] if check else "",
                 verdict,
             )
@@ -124,6 +167,14 @@ def render(
     lines.append(
         f"{'idle wake-up median, ms, bare @100 ms':<38} {_fmt(summary['bare_100']['wake_median_ms']):>9}"
     )
+    for key in ("enqueue_per_s", "drain_per_s") if ratios and config["repeat"] > 1 else ():
+        label = next(text for k, text, _ in METRICS if k == key).split(",")[0]
+        for system in ("fleet", "celery"):
+            entry = ratios.get(key, {}).get(system) if ratios else None
+            if entry is not None:
+                each = ", ".join(f"{r:.2f}" for r in entry["each"])
+                name = "jobfleet" if system == "fleet" else system
+                lines.append(f"  {label} {name}/bare by repetition: {each}")
     lines.append("")
     if not measured:
         lines.append("celery: not installed (n/i; pip install -e '.[bench]' to measure it)")

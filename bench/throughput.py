@@ -36,7 +36,7 @@ import dramatiq
 
 from bench import idle_cost, machine, phases
 from bench.launcher import CeleryGroup, WorkerGroup
-from bench.report import aggregate, render, render_idle, verdicts, write_json
+from bench.report import aggregate, paired_ratios, render, render_idle, verdicts, write_json
 from bench.sandbox import Sandbox
 from bench.systems import Bare, CelerySystem, System, celery_version, make
 from shared.config import Settings
@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "repetitions": reps,
         "idle_cost": idle,
         "median": summary,
-        "targets": verdicts(summary),
+        "ratios": paired_ratios(reps),
+        "targets": verdicts(summary, paired_ratios(reps)),
     }
 
 
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (a timeout, a CI cancel) unwinds like Ctrl-C: workers stopped, database dropped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = run(args)
-    print(render(result["median"], result["config"], result["machine"]))
+    print(render(result["median"], result["config"], result["machine"], result["ratios"]))
     if result["idle_cost"] is not None:
         print(render_idle(result["idle_cost"]))
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
