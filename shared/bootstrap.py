@@ -98,6 +98,7 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
         ),
         max_batch=settings.tracking_batch_max,
         finish_linger_ms=settings.tracking_finish_linger_ms,
+        start_linger_ms=settings.tracking_start_linger_ms,
         pooled=pooled(settings),
     )
     broker = build_broker(settings)

@@ -107,6 +107,12 @@ class Settings(BaseSettings):
         description="How long a worker lets finished runs gather before making their outcomes "
         "durable in one commit (each is acknowledged that much later); 0: at once",
     )
+    tracking_start_linger_ms: float = Field(
+        default=1,
+        ge=0,
+        description="While a worker's run writer is busy, how long a start waits for other "
+        "threads' starts to share its statement (an idle worker's start never waits); 0: never",
+    )
     outbox_backoff_s: list[int] = Field(
         default_factory=lambda: [60, 300, 1_800, 7_200, 43_200, 86_400],
         description="Outbox publish retry schedule in seconds; its length is the attempt limit",

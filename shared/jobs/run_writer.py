@@ -278,6 +278,7 @@ class RunWriter:
         max_batch: int = 256,
         linger_ms: float = 10,
         finish_linger_ms: float = 0,
+        start_linger_ms: float = 0,
         name: str = "jobfleet-run-writer",
         pooled: bool = False,
     ) -> None:
@@ -285,12 +286,17 @@ class RunWriter:
         # finish_linger_ms: the same for terminal outcomes on the durable lane, which only the
         # acker waits for (`Tracking`): one statement and one fsync for more runs, each acked
         # that much later. 0 for a writer whose callers wait for their outcomes themselves.
+        # start_linger_ms: how long a start waits for other threads' starts, only while the
+        # fast lane is busy (its last write ended less than twice that long ago), as
+        # Postgres's commit_delay waits only when other transactions are active: under a
+        # stream of jobs several starts share a statement; an idle worker's start is not held.
         # pooled: `connect` goes through a transaction-mode pooler (shared/db/connect.py).
         self._fast = _Lane(
             connect,
             durable=False,
             max_batch=max_batch,
             linger_s=linger_ms / 1000,
+            start_linger_s=start_linger_ms / 1000,
             name=f"{name}-fast",
             pooled=pooled,
         )
@@ -532,6 +538,7 @@ class _Lane:
         name: str,
         pooled: bool = False,
         finish_linger_s: float = 0,
+        start_linger_s: float = 0,
     ) -> None:
         self._connect = connect
         self._durable = durable
@@ -539,6 +546,9 @@ class _Lane:
         self._max_batch = max_batch
         self._linger_s = linger_s
         self._finish_linger_s = finish_linger_s
+        self._start_linger_s = start_linger_s
+        #: `time.monotonic()` when the last batch was written (whatever its outcome).
+        self._last_write = 0.0
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
         self._conn: psycopg.Connection[Any] | None = None
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
@@ -600,6 +610,15 @@ class _Lane:
                 # Measured (bench/profile_worker.py): 2-3 runs per statement without, ~10 with
                 # 10 ms; Postgres and the worker's own share of each write per run fall with it.
                 time.sleep(self._finish_linger_s)
+            elif (
+                op.kind == "start"
+                and self._start_linger_s
+                and time.monotonic() - self._last_write < 2 * self._start_linger_s
+            ):
+                # Busy: the other threads' starts are on their way (bench/profile_worker.py:
+                # 10-20 % more jobs/s at 0.5-1.5 ms). Idle (a job after a pause, a trickle):
+                # the start goes at once, so the wake-up and paced latencies do not move.
+                time.sleep(self._start_linger_s)
             batch = [op]
             while len(batch) < self._max_batch:
                 try:
@@ -613,6 +632,12 @@ class _Lane:
             self._flush(batch)
 
     def _flush(self, batch: Sequence[_Op]) -> None:
+        try:
+            self._flush_once(batch)
+        finally:
+            self._last_write = time.monotonic()
+
+    def _flush_once(self, batch: Sequence[_Op]) -> None:
         for attempt in (1, 2):
             try:
                 results = self._write(batch)

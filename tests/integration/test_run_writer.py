@@ -130,3 +130,48 @@ def test_terminal_outcomes_handed_over_within_the_linger_are_one_group_commit(
         assert len({r[1] for r in rows}) == 1, rows
     finally:
         writer.close()
+
+
+def _start_times(settings: Settings, job_ids: list[str]) -> list[Any]:
+    with psycopg.connect(settings.database_dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT started_at FROM job_runs WHERE job_id = ANY(%s)", (job_ids,)
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_starts_share_a_statement_while_the_writer_is_busy_and_never_wait_when_idle(
+    runtime: Any, settings: Settings
+) -> None:
+    """Each worker thread waits for its start: while the fast lane is busy (its last write just
+    ended), a start waits `start_linger_ms` for the other threads' starts and they share one
+    statement (one `now()`: one `started_at`); after a pause the first start goes at once."""
+    import concurrent.futures
+
+    linger_s = 0.3
+    writer = RunWriter(
+        lambda: psycopg.connect(settings.database_dsn, autocommit=True),
+        start_linger_ms=linger_s * 1000,
+    )
+    try:
+        time.sleep(2 * linger_s)  # idle
+        first = f"linger:{uuid.uuid4().hex}"
+        took = time.monotonic()
+        assert writer.start_run(message_info(first), 3) is not None
+        assert time.monotonic() - took < linger_s / 2, "an idle writer held a start"
+
+        job_ids = [f"linger:{uuid.uuid4().hex}" for _ in range(4)]  # the lane is busy now
+
+        def start(job_id: str) -> Any:
+            return writer.start_run(message_info(job_id), 3)
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            futures = []
+            for job_id in job_ids:
+                futures.append(pool.submit(start, job_id))
+                time.sleep(0.02)  # each later than a write takes here
+            assert all(f.result(10) is not None for f in futures)
+        assert len(set(_start_times(settings, job_ids))) == 1
+        assert _start_times(settings, [first]) != _start_times(settings, job_ids[:1])
+    finally:
+        writer.close()
