@@ -6,12 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import dramatiq
-import psycopg
 from dramatiq.middleware import TimeLimit
 
 from .broker import FleetRedisBroker, build_broker, consumers_check
 from .config import Settings, get_settings
-from .db.connect import connect_kwargs, pooled
+from .db.connect import run_writer
 from .db.watch import RunStoreWatch
 from .jobs import catalog
 from .jobs.run_writer import RunWriter
@@ -91,15 +90,10 @@ def _stop(broker: FleetRedisBroker, writer: RunWriter) -> None:
 
 def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
     """A broker with the fleet's worker middleware (tracking, retries, heartbeat, metrics)."""
-    kwargs = connect_kwargs(settings)
-    writer = RunWriter(
-        lambda: psycopg.connect(
-            settings.database_dsn, autocommit=True, connect_timeout=5, **kwargs
-        ),
-        max_batch=settings.tracking_batch_max,
+    writer = run_writer(
+        settings,
         finish_linger_ms=settings.tracking_finish_linger_ms,
         start_linger_ms=settings.tracking_start_linger_ms,
-        pooled=pooled(settings),
     )
     broker = build_broker(settings)
     broker.store_watch = RunStoreWatch(

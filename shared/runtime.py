@@ -76,18 +76,9 @@ class Runtime:
     @cached_property
     def writer(self) -> RunWriter:
         """Group-commit writer of this process's QUEUED rows."""
-        import psycopg
+        from .db.connect import run_writer
 
-        from .db.connect import connect_kwargs, pooled
-        from .jobs.run_writer import RunWriter
-
-        dsn, kwargs = self.settings.database_dsn, connect_kwargs(self.settings)
-        return RunWriter(
-            lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5, **kwargs),
-            max_batch=self.settings.tracking_batch_max,
-            name="jobfleet-queued-writer",
-            pooled=pooled(self.settings),
-        )
+        return run_writer(self.settings, name="jobfleet-queued-writer")
 
     @cached_property
     def sender(self) -> Sender:

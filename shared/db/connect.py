@@ -21,9 +21,12 @@ Short-lived connections (probes, CLI reads) never run a statement five times and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
+
+if TYPE_CHECKING:
+    from ..jobs.run_writer import RunWriter
 
 
 def pooled(settings: Settings) -> bool:
@@ -34,3 +37,20 @@ def pooled(settings: Settings) -> bool:
 def connect_kwargs(settings: Settings) -> dict[str, Any]:
     """Keyword arguments of `psycopg.connect` (and of a pool's `kwargs`) for this process."""
     return {"prepare_threshold": None} if pooled(settings) else {}
+
+
+def run_writer(settings: Settings, **options: Any) -> RunWriter:
+    """A run writer whose connections are made as `settings` say: through a transaction-mode
+    pooler nothing is prepared and each batch sets its own commit mode (`RunWriter(pooled=)`);
+    direct, its statements are prepared at their first use. `options` go to `RunWriter`."""
+    import psycopg
+
+    from ..jobs.run_writer import RunWriter
+
+    dsn, kwargs = settings.database_dsn, connect_kwargs(settings)
+    options.setdefault("max_batch", settings.tracking_batch_max)
+    return RunWriter(
+        lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5, **kwargs),
+        pooled=pooled(settings),
+        **options,
+    )

@@ -12,7 +12,8 @@ import pytest
 from psycopg import sql
 
 from shared.config import Settings
-from shared.jobs.run_writer import Finish, RunWriter
+from shared.db.connect import run_writer
+from shared.jobs.run_writer import Finish
 from tests.support.jobs import message_info
 
 
@@ -36,7 +37,7 @@ def test_batch_statements_are_planned_once_not_per_batch(runtime: Any, settings:
     at its first use and keep one generic plan. That this plan still finds the runs by job id
     however stale the statistics is the test below (a generic plan once joined every batch to
     the whole table: FINISH took 6 ms a row at 150,000 rows)."""
-    writer = RunWriter(lambda: psycopg.connect(settings.database_dsn, autocommit=True))
+    writer = run_writer(settings)
     try:
         for _ in range(12):
             job_id = f"plan:{uuid.uuid4().hex}"
@@ -109,9 +110,7 @@ def test_terminal_outcomes_handed_over_within_the_linger_are_one_group_commit(
     durable lane lets terminal outcomes gather for `finish_linger_ms` and makes them durable in
     one statement and one fsync, instead of one per two or three runs (issue 24: the drain went
     from 1,450 to 1,950 jobs/s). One statement: their `finished_at` (its `now()`) is one."""
-    writer = RunWriter(
-        lambda: psycopg.connect(settings.database_dsn, autocommit=True), finish_linger_ms=300
-    )
+    writer = run_writer(settings, finish_linger_ms=300)
     try:
         job_ids = [f"linger:{uuid.uuid4().hex}" for _ in range(5)]
         for job_id in job_ids:
@@ -149,10 +148,7 @@ def test_starts_share_a_statement_while_the_writer_is_busy_and_never_wait_when_i
     import concurrent.futures
 
     linger_s = 0.3
-    writer = RunWriter(
-        lambda: psycopg.connect(settings.database_dsn, autocommit=True),
-        start_linger_ms=linger_s * 1000,
-    )
+    writer = run_writer(settings, start_linger_ms=linger_s * 1000)
     try:
         time.sleep(2 * linger_s)  # idle
         first = f"linger:{uuid.uuid4().hex}"

@@ -16,9 +16,10 @@ import psycopg
 import pytest
 
 from shared.config import Settings
+from shared.db.connect import run_writer
 from shared.errors import PayloadError
 from shared.jobs.message import MessageInfo
-from shared.jobs.run_writer import Finish, RowRefused, RunWriter
+from shared.jobs.run_writer import Finish, RowRefused
 from shared.runtime import Runtime
 from tests.support.jobs import ECHO, message_info, raw_message
 from tests.support.wait import wait_for, wait_run
@@ -65,7 +66,7 @@ def _queued(job_id: str, payload: Any) -> dict[str, Any]:
 def test_a_refused_row_is_set_apart_and_the_others_of_its_batch_are_written(
     runtime: Runtime, settings: Settings, db: psycopg.Connection[Any]
 ) -> None:
-    writer = RunWriter(lambda: psycopg.connect(settings.database_dsn, autocommit=True))
+    writer = run_writer(settings)
     try:
         good = [f"good:{uuid.uuid4().hex}" for _ in range(5)]
         bad = f"bad:{uuid.uuid4().hex}"
@@ -100,7 +101,7 @@ def test_a_refused_row_is_set_apart_and_the_others_of_its_batch_are_written(
 def test_a_row_refused_even_without_its_values_fails_its_waiter_once(
     runtime: Runtime, settings: Settings
 ) -> None:
-    writer = RunWriter(lambda: psycopg.connect(settings.database_dsn, autocommit=True))
+    writer = run_writer(settings)
     try:
         info = message_info(f"x:{uuid.uuid4().hex}", {"n": 1})
         # An org id that is no UUID: no marker can make this row storable.
