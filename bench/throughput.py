@@ -149,6 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
         )  # fmt: skip
     summary = aggregate(reps)
+    ratios = paired_ratios(reps)
     config = {
         "jobs": args.jobs,
         "processes": args.processes,
@@ -178,8 +179,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "repetitions": reps,
         "idle_cost": idle,
         "median": summary,
-        "ratios": paired_ratios(reps),
-        "targets": verdicts(summary, paired_ratios(reps)),
+        "ratios": ratios,
+        "targets": verdicts(summary, ratios),
     }
 
 
