@@ -51,7 +51,7 @@ def page(
     cursor: str | None = None,
 ) -> tuple[list[RunView], str | None]:
     """Newest first by (queued_at, job_id); the cursor is the last row's key, so a page costs an
-    index range scan however deep it is (`ix_job_runs_org_status` and `ix_job_runs_entity`)."""
+    index range scan however deep it is (`ix_job_runs_org_status`, `ix_job_runs_console_entity`)."""
     where: list[str] = ["org_id = %s"]
     params: list[Any] = [org_id]
     for column, value in (
