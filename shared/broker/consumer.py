@@ -33,6 +33,7 @@ from dramatiq.common import compute_backoff, current_millis
 from dramatiq.errors import ConnectionClosed
 from dramatiq.message import Message
 
+from . import codec
 from .delivery import delivery_of
 
 log = structlog.get_logger("jobfleet.consumer")
@@ -260,7 +261,7 @@ class FleetRedisConsumer(_RedisConsumer):
         """The message, or None when `data` is no Dramatiq message: then it is recorded as a
         DEAD run (`UNDECODABLE`) and acknowledged, and this consumer goes on."""
         try:
-            message: Message[Any] = Message.decode(data)
+            message: Message[Any] = codec.decode(data)
             _check_shape(message, data)
         except Exception as exc:  # DecodeError, RecursionError, a field of the wrong type
             self._undecodable(redis_id, data, exc)

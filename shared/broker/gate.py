@@ -20,6 +20,8 @@ from uuid import uuid4
 import dramatiq
 from dramatiq.common import current_millis, dq_name
 
+from . import codec
+
 SCRIPT = resources.files(__package__).joinpath("lua/enqueue_once.lua").read_text()
 
 
@@ -52,7 +54,7 @@ class EnqueueGate:
                 message.message_id,
                 self.window_ms,
                 options["redis_message_id"],
-                message.encode(),
+                codec.encode(message),
             ],
         )
         if holder is not None:
