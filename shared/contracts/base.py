@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
+import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, GetJsonSchemaHandler, ValidationError
 from pydantic.json_schema import JsonSchemaValue
 
@@ -34,7 +35,21 @@ def unstorable(value: Any) -> list[tuple[Any, ...]]:
     Such a payload used to pass the contract and then have its run row refused: the run writer
     retried it forever and every later send of the process failed. The contract refuses it.
     """
+    if not _may_hold_unstorable(value):
+        return []
     return [path for path, _ in _unstorable(value, ())]
+
+
+def _may_hold_unstorable(value: Any) -> bool:
+    """False when no string in `value` can hold what Postgres cannot store: one orjson pass
+    (~1 µs for a small payload, 2 µs for an email's) instead of a walk in Python of every
+    value (8 and 48 µs), on every send and every delivery. orjson writes a NUL as `\\u0000`
+    and refuses a lone surrogate (and whatever is not JSON); a text that merely holds the six
+    characters `\\u0000` is looked at closely too."""
+    try:
+        return b"\\u0000" in orjson.dumps(value)
+    except TypeError:
+        return True
 
 
 def _unstorable(value: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
@@ -54,6 +69,8 @@ def _unstorable(value: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...]
 
 
 def _unstorable_errors(data: Any) -> list[dict[str, Any]]:
+    if not _may_hold_unstorable(data):
+        return []
     return [
         {
             "loc": path,

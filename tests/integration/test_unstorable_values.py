@@ -54,6 +54,11 @@ def test_a_nul_inside_a_nested_value_is_named_by_its_path(runtime: Runtime) -> N
 
     assert unstorable({"a": [{"b": "x\x00"}], "ok": "fine"}) == [("a", 0, "b")]
     assert unstorable({"k\x00": 1}) == [("k\x00",)]
+    assert unstorable({"a": ["\ud800"], "b": {1: "x\x00"}}) == [("a", 0), ("b", 1)]
+    # What looks like a NUL once written as JSON (the six characters), and what is not JSON:
+    # the quick test sends both to the close look, which finds them storable.
+    assert unstorable({"t": "\\u0000", "n": 2**70, "f": float("nan"), "o": object()}) == []
+    assert unstorable({"plain": ["text", 1, 2.5, None, True, {"é": "ü"}]}) == []
 
 
 def _queued(job_id: str, payload: Any) -> dict[str, Any]:
