@@ -263,7 +263,12 @@ class _Waiter:
         return self._value
 
 
-@dataclass
+#: What a fire-and-forget submit returns: nothing to wait for (see `_Lane.wait_idle`).
+_DONE = _Waiter()
+_DONE.set_result(None)
+
+
+@dataclass(slots=True)
 class _Op:
     kind: str  # queued | start | finish | progress
     params: Any  # a row dict (batched kinds) or a parameter tuple (progress)
@@ -573,11 +578,13 @@ class _Lane:
                 if not self._started:
                     self._thread.start()
                     self._started = True
-        future = _Waiter()
         if not wait:
             with self._lock:
                 self._submitted += 1
-        self._queue.put(_Op(kind, params, future if wait else None))
+            self._queue.put(_Op(kind, params, None))
+            return _DONE
+        future = _Waiter()
+        self._queue.put(_Op(kind, params, future))
         return future
 
     def wait_idle(self, timeout: float) -> bool:
