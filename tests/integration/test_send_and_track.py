@@ -41,6 +41,19 @@ def test_duplicate_send_enqueues_nothing(runtime) -> None:
     assert runtime.broker.client.llen(f"{ns}:testq") == 1
 
 
+def test_a_send_after_redis_forgot_its_scripts_enqueues_once(runtime) -> None:
+    """The gate calls EVALSHA itself (not through redis-py's `Script`): after a Redis restart
+    or failover the script is not loaded, and the send loads it and goes on."""
+    org = uuid.uuid4()
+    assert not ECHO.send(_echo(org, "before")).duplicate  # the script is loaded, and known
+    runtime.broker.client.script_flush()
+    first = ECHO.send(_echo(org, "after a restart"))
+    second = ECHO.send(_echo(org, "after a restart"))
+    assert not first.duplicate and second.duplicate
+    ns = runtime.settings.broker_namespace
+    assert runtime.broker.client.llen(f"{ns}:testq") == 2
+
+
 def test_invalid_payload_raises_with_field_paths_before_redis(runtime) -> None:
     org = uuid.uuid4()
     with pytest.raises(PayloadError) as err:
