@@ -138,9 +138,9 @@ class Payload(BaseModel):
         """The JSON-ready form carried by the message."""
         return self.model_dump(mode="json")
 
-    def stable_part(self) -> dict[str, Any]:
-        data = self.wire()
-        data.pop("v", None)
+    def stable_part(self, wire: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """What the job id hashes; `wire`: this payload's `wire()`, when the caller has it."""
+        data = {k: v for k, v in (self.wire() if wire is None else wire).items() if k != "v"}
         if self.stable_fields is not None:
             data = {k: data[k] for k in self.stable_fields}
         return data
@@ -188,6 +188,11 @@ class Contract(Generic[P]):
 
     def build(self, payload: Payload | Mapping[str, Any]) -> P:
         """Producer side: validate and upgrade; errors raise `PayloadError` with field paths."""
+        return self.build_wire(payload)[0]
+
+    def build_wire(self, payload: Payload | Mapping[str, Any]) -> tuple[P, dict[str, Any]]:
+        """`build`, and the payload's `wire()` (computed once for the checks, the job id and
+        the message)."""
         if isinstance(payload, Payload):
             if type(payload) not in self.versions:
                 raise PayloadError(
@@ -203,13 +208,18 @@ class Contract(Generic[P]):
             raise PayloadError(self.job_name, _errors(exc)) from None
         except _UnknownVersion as exc:
             raise PayloadError(self.job_name, [{"loc": ("v",), "msg": str(exc)}]) from None
-        refused = _unstorable_errors(model.wire())
+        wire = model.wire()
+        refused = _unstorable_errors(wire)
         if refused:
             raise PayloadError(self.job_name, refused)
-        return model
+        return model, wire
 
     def parse(self, data: Any) -> P:
         """Worker side: any invalid or unknown payload is a permanent `InvalidPayload`."""
+        return self.parse_wire(data)[0]
+
+    def parse_wire(self, data: Any) -> tuple[P, dict[str, Any]]:
+        """`parse`, and the payload's `wire()` (for its job id)."""
         if not isinstance(data, Mapping):
             raise InvalidPayload(
                 f"{self.job_name}: payload must be an object, got {type(data).__name__}"
@@ -221,11 +231,12 @@ class Contract(Generic[P]):
             raise InvalidPayload(f"{self.job_name}: {details}") from None
         except _UnknownVersion as exc:
             raise InvalidPayload(f"{self.job_name}: {exc}") from None
-        refused = _unstorable_errors(model.wire())
+        wire = model.wire()
+        refused = _unstorable_errors(wire)
         if refused:
             details = "; ".join(f"{_loc(e)}: {e['msg']}" for e in refused)
             raise InvalidPayload(f"{self.job_name}: {details}")
-        return model
+        return model, wire
 
     def _upgrade(self, data: dict[str, Any]) -> P:
         models = self.by_version

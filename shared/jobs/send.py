@@ -62,15 +62,16 @@ class Sender:
         request_id: str | None = None,
         delay_ms: int | None = None,
     ) -> SendResult:
-        model = spec.build(payload)  # PayloadError before Redis or Postgres is touched
-        job_id = spec.job_id(model)
+        # PayloadError before Redis or Postgres is touched
+        model, wire = spec.contract.build_wire(payload)
+        job_id = spec.job_id(model, wire)
         self._check_tracking(job_id)
         entity_id = spec.entity_id(model) or None
         request_id = request_id or request_id_var.get()
         message = build_message(
             job_name=spec.name,
             queue=spec.queue,
-            payload=model.wire(),
+            payload=wire,
             job_id=job_id,
             org_id=model.org_id,
             entity_type=spec.entity_type,

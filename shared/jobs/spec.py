@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..config import RetryPolicy
 from ..contracts.base import Contract, Payload
+from ..runtime import get_runtime
 from .ids import stable_job_id
 
 if TYPE_CHECKING:
@@ -43,11 +44,12 @@ class JobSpec(Generic[P]):
     def entity_id(self, payload: P) -> str:
         return _entity_id(payload)
 
-    def job_id(self, payload: P) -> str:
+    def job_id(self, payload: P, wire: Mapping[str, Any] | None = None) -> str:
+        """`wire`: the payload's `wire()`, when the caller has it (`Contract.build_wire`)."""
         if self.custom_id is not None:
             return self.custom_id(payload)
         return stable_job_id(
-            payload.org_id, self.name, self.entity_id(payload), payload.stable_part()
+            payload.org_id, self.name, self.entity_id(payload), payload.stable_part(wire)
         )
 
     def send(
@@ -58,8 +60,6 @@ class JobSpec(Generic[P]):
         delay_ms: int | None = None,
     ) -> SendResult:
         """Validate, derive the job id, deduplicate, record QUEUED and enqueue."""
-        from ..runtime import get_runtime
-
         return get_runtime().sender.send(self, payload, request_id=request_id, delay_ms=delay_ms)
 
     def __hash__(self) -> int:  # a job is its name (usable as a mapping key: `{SPEC: handler}`)

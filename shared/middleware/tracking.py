@@ -541,12 +541,12 @@ def check_message(
         return None, error, trusted
     data = message.args[0]
     try:
-        parsed = spec.contract.parse(data)
+        parsed, wire = spec.contract.parse_wire(data)
     except InvalidPayload as exc:
         return None, Refused(str(exc), code="INVALID_PAYLOAD"), trusted
     if trusted:
         return parsed, None, True
-    derived = spec.job_id(parsed)
+    derived = spec.job_id(parsed, wire)
     if derived != claimed:
         at_wire = _job_id_at_wire_version(spec, data)
         if at_wire != claimed:
