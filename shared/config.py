@@ -100,7 +100,11 @@ class Settings(BaseSettings):
         description="How long a sent job id stays taken in Redis (default: run retention)",
     )
     result_max_bytes: int = Field(default=8_192, description="Largest job result stored on the run")
-    tracking_batch_max: int = Field(default=256, description="Most run writes in one group commit")
+    tracking_batch_max: int = Field(
+        default=256,
+        description="Most run writes in one group commit, and most finished messages a worker "
+        "process holds while their outcomes are made durable (past it, it stops fetching)",
+    )
     tracking_finish_linger_ms: float = Field(
         default=10,
         ge=0,

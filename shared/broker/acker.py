@@ -36,10 +36,15 @@ log = structlog.get_logger("jobfleet.consumer")
 DURABLE_TIMEOUT_S = 60.0
 #: Most messages acknowledged in one Redis round trip.
 ACK_BATCH_MAX = 256
-#: Most finished messages a process holds while their outcomes are made durable. Past it, its
-#: consumers stop fetching until the run store catches up: a slow Postgres slows the workers
-#: down instead of piling up unacknowledged messages (and memory) without bound.
-ACK_BACKLOG_MAX = 1_024
+#: Most finished messages a process holds while their outcomes are made durable: one full
+#: statement of the run writer's durable lane (`TRACKING_BATCH_MAX`, whose default this is;
+#: `build_broker` sets it from the settings). Past it, its consumers stop fetching until the
+#: run store catches up: a slow Postgres slows the workers down instead of piling up
+#: unacknowledged messages (and memory). More would not be written sooner, only held: each
+#: waiting message costs ~5 KB of the process's heap, which Python keeps after the backlog
+#: drains, so a process's memory is set by the largest backlog it ever held (at 1,024, a
+#: 4-6 MB step at the first slow commit; bench/README.md, memory.py).
+ACK_BACKLOG_MAX = 256
 #: Dramatiq's "ack" command for many messages of one queue (`_ack_many`).
 ACK_MANY = resources.files(__package__).joinpath("lua/ack_many.lua").read_text()
 #: Least time between two "fetching paused" log lines of one process.

@@ -156,9 +156,12 @@ def build_broker(
 ) -> FleetRedisBroker:
     from ..redis_conn import client  # REDIS_URL, or the master REDIS_SENTINELS name
 
-    return FleetRedisBroker(
+    broker = FleetRedisBroker(
         client=client(settings),
         namespace=settings.broker_namespace,
         heartbeat_timeout=settings.heartbeat_timeout_ms,
         middleware=list(middleware),
     )
+    # At most one durable-lane statement of finished messages waits for its outcome (acker.py).
+    broker.acker.backlog_max = settings.tracking_batch_max
+    return broker

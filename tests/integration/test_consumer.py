@@ -118,6 +118,29 @@ def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
     assert second.args == ({"n": 1},)
 
 
+def test_a_process_holds_at_most_one_durable_batch_of_finished_messages(runtime, settings) -> None:
+    """The ack backlog is one statement of the durable lane (`TRACKING_BATCH_MAX`): more would
+    not be written sooner, only held, and a process keeps the memory of its largest backlog
+    (at 1,024 a 4-6 MB step at the first slow commit, bench/memory.py)."""
+    broker = build_broker(settings.model_copy(update={"tracking_batch_max": 3}))
+    broker.declare_queue("testq")
+    for n in range(4):
+        broker.enqueue(raw_message("test:echo", {"n": n}))
+    consumer = broker.consume("testq", prefetch=1, timeout=50)
+    durable = _Durable(answer=True)
+    for _ in range(3):
+        message = _fetch(consumer)
+        delivery_of(message).durable = durable
+        consumer.ack(message)
+
+    assert next(consumer) is None  # a full batch waits for its outcomes
+    assert broker.client.llen(f"{broker.namespace}:testq") == 1  # the fourth stays queued
+
+    durable.released.set()
+    assert _fetch(consumer).args == ({"n": 3},)
+    assert broker.acker.drain(5)
+
+
 def test_closing_hands_back_prefetched_messages_at_once(runtime, settings) -> None:
     """Fetched but never started: back on the queue when the worker stops, not ~5 s later."""
     broker = build_broker(settings)
