@@ -507,6 +507,11 @@ def _rows(ops: Sequence[_Op]) -> str:
     return json.dumps(rows, separators=(",", ":"), default=str)
 
 
+def _job(op: _Op) -> str:
+    """The job id of a batched row: statements take their rows in this order."""
+    return str(op.params["j"])
+
+
 def _finish_params(ops: Sequence[_Op]) -> tuple[str, list[str]]:
     """`FINISH_MANY`'s parameters: the rows, and their job ids for the index lookup."""
     return _rows(ops), [op.params["j"] for op in ops]
@@ -758,19 +763,23 @@ class _Lane:
         by_kind: dict[str, list[_Op]] = {}
         for op in batch:
             by_kind.setdefault(op.kind, []).append(op)
+        # Each statement takes its rows in job id order: a producer's QUEUED rows and a
+        # worker's starts of the same jobs (started before their QUEUED row was written), in
+        # opposite orders, each held some of the ids' index entries and waited for the other's
+        # until Postgres's deadlock detection killed one a second later (both lanes stalled).
         if "queued" in by_kind:
             # One row per job id (ON CONFLICT DO UPDATE may touch a row once per statement).
-            queued = list({op.params["j"]: op for op in by_kind["queued"]}.values())
+            queued = sorted({op.params["j"]: op for op in by_kind["queued"]}.values(), key=_job)
             conn.execute(QUEUED_MANY, (_rows(queued),))
         if "finish" in by_kind:
-            conn.execute(FINISH_MANY, _finish_params(by_kind["finish"]))
+            conn.execute(FINISH_MANY, _finish_params(sorted(by_kind["finish"], key=_job)))
         if "start" in by_kind:
             # A job id twice in one batch is one job delivered twice at once: the first starts
             # it, the other is skipped (None) like any delivery of a run already under way.
             first: dict[str, _Op] = {}
             for op in by_kind["start"]:
                 first.setdefault(op.params["j"], op)
-            rows = conn.execute(START_MANY, (_rows(list(first.values())),)).fetchall()
+            rows = conn.execute(START_MANY, (_rows(sorted(first.values(), key=_job)),)).fetchall()
             started: dict[str, Started | Blocked | None] = {
                 job_id: Started(checkpoint, bool(cancel), attempt, execution)
                 for job_id, checkpoint, cancel, attempt, execution in rows

@@ -171,3 +171,79 @@ def test_starts_share_a_statement_while_the_writer_is_busy_and_never_wait_when_i
         assert _start_times(settings, [first]) != _start_times(settings, job_ids[:1])
     finally:
         writer.close()
+
+
+def _queued_op(job_id: str) -> Any:
+    from shared.jobs.run_writer import _Op
+
+    row = {
+        "o": str(uuid.uuid4()), "n": "test:echo", "j": job_id, "q": "testq", "et": "test",
+        "e": None, "p": {"n": 1}, "r": None, "m": uuid.uuid4().hex, "t": time.time(),
+    }  # fmt: skip
+    return _Op("queued", row, None)
+
+
+def _start_op(job_id: str) -> Any:
+    from shared.jobs.run_writer import _Op
+
+    info = message_info(job_id)
+    row = {
+        "w": "w:1:deadlock", "ls": 30.0, "o": info.org_id, "n": info.job_name, "j": job_id,
+        "q": info.queue, "et": info.entity_type, "e": None, "p": info.payload, "a": 1, "ma": 3,
+        "rq": None, "m": info.message_id,
+    }  # fmt: skip
+    return _Op("start", row, None)
+
+
+@pytest.mark.skipif(
+    os.environ.get("DATABASE_POOLER") == "transaction",
+    reason="two direct sessions writing at once",
+)
+def test_a_producer_and_a_worker_writing_the_same_runs_never_deadlock(
+    settings: Settings, database: str
+) -> None:
+    """A producer's QUEUED rows and a worker's starts of the same jobs (a job started before
+    its QUEUED row is written) met in opposite orders: each statement held some of the job
+    ids' index entries and waited for the other's, until Postgres's deadlock detection killed
+    one a second later ("deadlock detected ... while inserting index tuple", several per
+    200,000-job run of bench/memory.py, both lanes of the worker stalled meanwhile). Every
+    batch statement now takes its rows in job id order."""
+    import threading
+
+    from shared.jobs.run_writer import _Lane
+
+    def connect() -> psycopg.Connection[Any]:
+        return psycopg.connect(settings.database_dsn, autocommit=True)
+
+    lanes = [
+        _Lane(connect, durable=False, max_batch=500, linger_s=0, name=f"dl-{n}") for n in (1, 2)
+    ]
+    conns = [connect(), connect()]
+    errors: list[BaseException] = []
+    try:
+        for conn in conns:
+            conn.execute("SET lock_timeout TO '5s'")
+        for _ in range(8):
+            job_ids = [f"deadlock:{uuid.uuid4().hex}:{n:03}" for n in range(200)]
+            batches = [
+                [_queued_op(j) for j in job_ids],
+                [_start_op(j) for j in reversed(job_ids)],
+            ]
+            ready = threading.Barrier(2)
+
+            def write(n: int, batch: list[Any], ready: threading.Barrier = ready) -> None:
+                ready.wait()
+                try:
+                    lanes[n]._statements(conns[n], batch)
+                except BaseException as exc:  # collected: asserted below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=write, args=(n, b)) for n, b in enumerate(batches)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(30)
+            assert errors == [], errors
+    finally:
+        for conn in conns:
+            conn.close()
