@@ -8,8 +8,9 @@ Each round sends N no-op jobs with jobfleet (validation, stable id, dedup + enqu
 call, the QUEUED row handed to the producer's group-commit writer and written before the round
 ends), then N with bare Dramatiq, from this process's one thread, no worker running. Printed per
 round: sends/s of each, their ratio, the process's CPU microseconds per send (all its threads),
-and jobfleet's by thread (the sending thread; the others, mostly the QUEUED-row writer). CPU per send moves less
-than a rate with the other load of a shared machine: compare trees with it (alternated runs).
+and jobfleet's by thread (the sending thread; the others, mostly the QUEUED-row writer). CPU per
+send moves less than a rate with the other load of a shared machine: compare trees with it
+(alternated runs).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.proc_cpu import TICK
+from bench.profile_worker import thread_cpu as threads_cpu
 from bench.sandbox import Sandbox
 from bench.systems import Bare, Fleet
 from shared.config import Settings
@@ -32,15 +33,10 @@ from shared.config import Settings
 def thread_cpu() -> dict[str, float]:
     """CPU seconds of this process's sending thread and of its other threads (the QUEUED-row
     writer, mostly: Python 3.11 does not give threads their names in /proc)."""
+    pid = os.getpid()
     out = {"sending thread": 0.0, "other threads": 0.0}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            raw = Path(f"/proc/self/task/{tid}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        key = "sending thread" if int(tid) == os.getpid() else "other threads"
-        out[key] += (int(fields[11]) + int(fields[12])) / TICK
+    for tid, seconds in threads_cpu(pid).items():
+        out["sending thread" if tid == pid else "other threads"] += seconds
     return out
 
 

@@ -514,7 +514,7 @@ def _job(op: _Op) -> str:
 
 def _finish_params(ops: Sequence[_Op]) -> tuple[str, list[str]]:
     """`FINISH_MANY`'s parameters: the rows, and their job ids for the index lookup."""
-    return _rows(ops), [op.params["j"] for op in ops]
+    return _rows(ops), [_job(op) for op in ops]
 
 
 def _has_non_finite(row: Any) -> bool:
