@@ -154,11 +154,21 @@ UPDATE job_runs
  WHERE job_id = %(j)s AND status = 'RUNNING' AND (lease_until IS NULL OR lease_until <= now())
 """
 #: Extend the leases of the runs this worker is executing; returns the ones it still holds.
+#: A row another statement is writing is skipped, never waited for: it is this worker's own
+#: FINISH (a run's lease is renewed until its outcome is durable) or a takeover. Waiting, the
+#: renewal and the durable lane's FINISH, each in its own row order, deadlocked (both lanes
+#: stalled for `deadlock_timeout`). Held: the runs RUNNING under this worker's lease as the
+#: statement began (a skipped run too; a takeover shows at the next renewal).
 RENEW = """
-UPDATE job_runs
-   SET lease_until = now() + make_interval(secs => %s)
- WHERE job_id = ANY(%s) AND lease_owner = %s AND status = 'RUNNING'
-RETURNING job_id
+WITH renewed AS (
+UPDATE job_runs AS r
+   SET lease_until = now() + make_interval(secs => %(ls)s)
+  FROM (SELECT id FROM job_runs
+         WHERE job_id = ANY(%(ids)s) AND lease_owner = %(w)s AND status = 'RUNNING'
+           FOR UPDATE SKIP LOCKED) AS free
+ WHERE r.id = free.id
+)
+SELECT job_id FROM job_runs WHERE job_id = ANY(%(ids)s) AND lease_owner = %(w)s AND status = 'RUNNING'
 """
 QUEUED_MANY = """
 INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id,
@@ -389,7 +399,7 @@ class RunWriter:
         """Extend this process's leases on `job_ids`; returns those it still holds."""
         if not job_ids:
             return set()
-        params = (self.lease_s, job_ids, self.owner)
+        params = {"ls": self.lease_s, "ids": job_ids, "w": self.owner}
         held: set[str] = self._fast.submit("renew", params).result(timeout)
         return held
 
@@ -650,11 +660,18 @@ class _Lane:
             self._last_write = time.monotonic()
 
     def _flush_once(self, batch: Sequence[_Op]) -> None:
+        # Each statement is its own transaction (pooled: the batch is one): when one fails,
+        # those before it are written. Only the rest is written again: a start written twice
+        # found its own run RUNNING under its own live lease and was told "run in flight".
+        done: dict[int, Any] = {}
         for attempt in (1, 2):
             try:
-                results = self._write(batch)
+                self._write(batch, done)
             except Exception as exc:  # a bug or an outage must not hang the caller threads
                 self._reset()
+                written = [op for op in batch if id(op) in done]
+                self._deliver(written, [done[id(op)] for op in written])
+                batch = [op for op in batch if id(op) not in done]
                 if _refused_for_its_values(exc):
                     self._isolate(batch)
                     return
@@ -665,12 +682,15 @@ class _Lane:
                     continue
                 self._failed(batch, exc)
                 return
-            self._done(batch, results)
+            self._done(batch, [done.get(id(op)) for op in batch])
             return
 
     def _done(self, batch: Sequence[_Op], results: Sequence[Any]) -> None:
         self.healthy, self.last_error, self._retry_delay = True, None, 0.25
         self.last_ok = time.monotonic()
+        self._deliver(batch, results)
+
+    def _deliver(self, batch: Sequence[_Op], results: Sequence[Any]) -> None:
         written = 0
         for op, result in zip(batch, results, strict=True):
             if op.future is not None:
@@ -745,21 +765,32 @@ class _Lane:
             for op in keep:
                 self._queue.put(op)
 
-    def _write(self, batch: Sequence[_Op]) -> list[Any]:
+    def _write(self, batch: Sequence[_Op], done: dict[int, Any] | None = None) -> list[Any]:
+        """Write `batch`; the result of each op, also put in `done` (by `id(op)`) as soon as
+        its statement is committed, so that a batch that fails halfway says what it wrote."""
+        done = {} if done is None else done
         conn = self._connection()
         if not self._pooled:
-            return self._statements(conn, batch)
+            return self._statements(conn, batch, done)
         # Behind a transaction-mode pooler a session SET would stay on one server connection
         # and apply to other clients' transactions: the batch is one transaction that sets its
         # own commit mode (shared/db/connect.py).
         with conn.transaction():
             conn.execute(f"SET LOCAL synchronous_commit TO {'on' if self._durable else 'off'}")
-            return self._statements(conn, batch)
+            results = self._statements(conn, batch, {})
+        done.update((id(op), result) for op, result in zip(batch, results, strict=True))
+        return results
 
-    def _statements(self, conn: psycopg.Connection[Any], batch: Sequence[_Op]) -> list[Any]:
+    def _statements(
+        self,
+        conn: psycopg.Connection[Any],
+        batch: Sequence[_Op],
+        results: dict[int, Any] | None = None,
+    ) -> list[Any]:
         """One statement per kind of write in the batch, each its own (autocommit) transaction:
-        the rows belong to different jobs and need no atomicity together."""
-        results: dict[int, Any] = {}
+        the rows belong to different jobs and need no atomicity together. Each op's result
+        goes into `results` once its statement has run."""
+        results = {} if results is None else results
         by_kind: dict[str, list[_Op]] = {}
         for op in batch:
             by_kind.setdefault(op.kind, []).append(op)
@@ -771,8 +802,10 @@ class _Lane:
             # One row per job id (ON CONFLICT DO UPDATE may touch a row once per statement).
             queued = sorted({op.params["j"]: op for op in by_kind["queued"]}.values(), key=_job)
             conn.execute(QUEUED_MANY, (_rows(queued),))
+            results.update((id(op), None) for op in by_kind["queued"])
         if "finish" in by_kind:
             conn.execute(FINISH_MANY, _finish_params(sorted(by_kind["finish"], key=_job)))
+            results.update((id(op), None) for op in by_kind["finish"])
         if "start" in by_kind:
             # A job id twice in one batch is one job delivered twice at once: the first starts
             # it, the other is skipped (None) like any delivery of a run already under way.
@@ -784,14 +817,17 @@ class _Lane:
                 job_id: Started(checkpoint, bool(cancel), attempt, execution)
                 for job_id, checkpoint, cancel, attempt, execution in rows
             }
+            for op in by_kind["start"]:  # written: said at once (the rest may fail below)
+                if op.params["j"] in started:
+                    if first[op.params["j"]] is op:
+                        results[id(op)] = started[op.params["j"]]
+                    else:  # the same job twice in one batch: the first holds its lease now
+                        results[id(op)] = Blocked(True, self._lease_s(op), 0, 0)
             refused = [op for op in by_kind["start"] if op.params["j"] not in started]
             if refused:
-                started.update(_blocked(conn, [op.params["j"] for op in refused]))
-            for op in by_kind["start"]:
-                if first[op.params["j"]] is op:
-                    results[id(op)] = started.get(op.params["j"])
-                else:  # the same job twice in one batch: the first holds its lease now
-                    results[id(op)] = Blocked(True, self._lease_s(op), 0, 0)
+                why = _blocked(conn, [op.params["j"] for op in refused])
+                for op in refused:
+                    results[id(op)] = why.get(op.params["j"])
         for op in by_kind.get("takeover", ()):
             row = conn.execute(TAKEOVER, op.params).fetchone()
             if row is not None:
@@ -800,6 +836,7 @@ class _Lane:
                 results[id(op)] = _blocked(conn, [op.params["j"]]).get(op.params["j"])
         for op in by_kind.get("bury", ()):
             conn.execute(BURY, op.params)
+            results[id(op)] = None
         for op in by_kind.get("renew", ()):
             results[id(op)] = {row[0] for row in conn.execute(RENEW, op.params).fetchall()}
         for op in by_kind.get("progress", ()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -13,7 +14,7 @@ from psycopg import sql
 
 from shared.config import Settings
 from shared.db.connect import run_writer
-from shared.jobs.run_writer import Finish
+from shared.jobs.run_writer import Finish, Started
 from tests.support.jobs import message_info
 
 
@@ -247,3 +248,80 @@ def test_a_producer_and_a_worker_writing_the_same_runs_never_deadlock(
     finally:
         for conn in conns:
             conn.close()
+
+
+def test_renewing_leases_never_waits_for_a_run_another_statement_is_writing(
+    runtime: Any, settings: Settings
+) -> None:
+    """The lease renewal and the durable lane's FINISH update the same rows (a finished run's
+    lease is renewed until its outcome is durable), each in its own order: they deadlocked
+    ("deadlock detected" between RENEW and FINISH_MANY in Postgres's log, several per suite),
+    both lanes of the worker stalled for `deadlock_timeout` (1 s), and the fast lane then
+    wrote its batch again (see the test below). A renewal now skips a row another statement
+    holds: that run is being finished or taken over, and is still this worker's for now."""
+    writer = run_writer(settings)
+    try:
+        job_ids = [f"renew:{uuid.uuid4().hex}" for _ in range(2)]
+        for job_id in job_ids:
+            assert isinstance(writer.start_run(message_info(job_id), 3), Started)
+        with psycopg.connect(settings.database_dsn) as finishing:  # a transaction, held
+            finishing.execute(
+                "UPDATE job_runs SET status = 'COMPLETED' WHERE job_id = %s", (job_ids[1],)
+            )
+            took = time.monotonic()
+            held = writer.renew(job_ids, timeout=5)
+            took = time.monotonic() - took
+            finishing.rollback()
+        assert held == set(job_ids)
+        assert took < 1, f"the renewal waited {took:.1f} s for a row lock"
+    finally:
+        writer.close()
+
+
+@pytest.fixture
+def fails_once(settings: Settings) -> Iterator[str]:
+    """A statement that fails with a real `deadlock detected` (40P01) from the server the
+    first time it runs, then returns no rows: it stands in for a batch's later statement."""
+    name = f"jobfleet_test_fails_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(settings.database_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SEQUENCE {name}_calls")
+        conn.execute(
+            f"CREATE FUNCTION {name}(float8, text[], text) RETURNS SETOF text LANGUAGE plpgsql"
+            f" AS $$ BEGIN IF nextval('{name}_calls') = 1 THEN RAISE EXCEPTION 'injected'"
+            " USING ERRCODE = '40P01'; END IF; RETURN; END $$"
+        )
+    yield f"SELECT * FROM {name}(%s, %s, %s)"
+    with psycopg.connect(settings.database_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP FUNCTION {name}(float8, text[], text)")
+        conn.execute(f"DROP SEQUENCE {name}_calls")
+
+
+def test_a_batch_written_again_after_a_transient_error_does_not_repeat_what_it_wrote(
+    runtime: Any, settings: Settings, fails_once: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each statement of a batch is its own transaction: when a later one failed with a
+    deadlock, the whole batch was written again, and its starts, written the first time,
+    found their own runs RUNNING under a live lease: each delivery was told "run in flight"
+    and deferred, never run (and, with Redis down at that moment, dead-lettered in Redis
+    while its run stayed RUNNING for good: the Sentinel failover test's 7 stuck runs). Now
+    only what did not commit is written again."""
+    from shared.jobs import run_writer as module
+    from shared.jobs.run_writer import _Op, _Waiter
+
+    monkeypatch.setattr(module, "RENEW", fails_once)
+    writer = run_writer(settings)
+    try:
+        job_id = f"retry:{uuid.uuid4().hex}"
+        start = _Op("start", _start_op(job_id).params, _Waiter())
+        renew = _Op("renew", (30.0, [job_id], "w:1:deadlock"), _Waiter())
+        writer._fast._flush_once([start, renew])
+
+        assert isinstance(start.future.result(5), Started)  # type: ignore[union-attr]
+        assert renew.future.result(5) == set()  # type: ignore[union-attr]  # the second try
+        with psycopg.connect(settings.database_dsn, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT status, executions FROM job_runs WHERE job_id = %s", (job_id,)
+            ).fetchone()
+        assert row == ("RUNNING", 1)
+    finally:
+        writer.close()
