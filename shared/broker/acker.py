@@ -21,6 +21,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -112,16 +113,20 @@ class Acker:
                     break
                 batch.append(item)
             try:
-                ready = []
+                ready, back = [], []
                 for consumer, message, durable in batch:
                     if durable.wait(DURABLE_TIMEOUT_S):
                         ready.append((consumer, message))
                     else:
-                        # The outcome could not be made durable: leave the message unacked; it
-                        # comes back when this worker stops or is declared dead (at least once).
+                        # The outcome could not be made durable, nor a copy enqueued to record
+                        # it later: the message goes back on its queue (at least once). Left
+                        # unacknowledged, it came back only when this worker stopped or died.
                         log.critical("run.ack_withheld", job_id=message.options.get("job_id"))
+                        back.append((consumer, message))
                 if ready:
                     _ack_with_retry(ready)
+                if back:
+                    _retry_until_redis_answers(_hand_back, back)
             except Exception:  # never let one batch stop the acks of the others
                 log.exception("run.ack_failed", messages=len(batch))
             finally:
@@ -135,17 +140,38 @@ class Acker:
 
 
 def _ack_with_retry(items: list[tuple[Any, Any]]) -> None:
+    _retry_until_redis_answers(_ack_many, items)
+
+
+def _retry_until_redis_answers(
+    action: Callable[[list[tuple[Any, Any]]], None], items: list[tuple[Any, Any]]
+) -> None:
+    """`action(items)`, again and again while Redis is unreachable."""
     delay = 0.2
     while True:
         try:
-            _ack_many(items)
+            action(items)
             return
         except redis.ConnectionError as exc:
             # As Dramatiq's post_process_message does: retry until Redis answers. If the process
             # stops first, the messages come back and their finished runs make them no-ops.
-            log.warning("run.ack_retry", messages=len(items), error=str(exc))
+            log.warning(
+                "run.ack_retry", action=action.__name__, messages=len(items), error=str(exc)
+            )
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+
+def _hand_back(items: list[tuple[Any, Any]]) -> None:
+    """Put messages back on their queues (Dramatiq's "requeue" command, per queue)."""
+    by_queue: dict[tuple[int, str], tuple[Any, list[str]]] = {}
+    for consumer, message in items:
+        key = (id(consumer.broker), consumer.queue_name)
+        by_queue.setdefault(key, (consumer, []))[1].append(message.options["redis_message_id"])
+    for consumer, ids in by_queue.values():
+        consumer.broker.do_requeue(consumer.queue_name, *ids)
+    for consumer, message in items:
+        consumer.queued_message_ids.discard(message.message_id)
 
 
 def _ack_many(items: list[tuple[Any, Any]]) -> None:

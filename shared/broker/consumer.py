@@ -18,6 +18,7 @@ costs a few Redis commands per second.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -96,16 +97,31 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+#: Fetch ids (`fetch`), unique within the process.
+_fetch_ids = itertools.count(1)
+
+
 def fetch(broker: Any, queue_name: str, count: int) -> list[tuple[str, bytes | None]]:
     """Up to `count` messages as (Redis message id, data), moved to this worker's unacked set
-    and beating its heartbeat, as Dramatiq's own fetch does."""
+    and beating its heartbeat, as Dramatiq's own fetch does.
+
+    A fetch whose reply was lost had moved its messages to this worker's unacked set all the
+    same, where nothing returns them while the worker lives (a failover between a fetch and
+    its reply; redis-py sends the command again on its own). So each fetch has an id, kept
+    until a reply comes: sent again, by redis-py or by the next fetch of this queue (after
+    Dramatiq restarted the consumer), it gets the messages that fetch took (`lua/fetch.lua`)."""
     script = broker.__dict__.get("fleet_fetch")
     if script is None:
         script = broker.__dict__["fleet_fetch"] = broker.client.register_script(FETCH)
+    unanswered: dict[str, str] = broker.__dict__.setdefault("fleet_fetch_unanswered", {})
+    fetch_id = unanswered.get(queue_name)
+    if fetch_id is None:
+        fetch_id = unanswered[queue_name] = str(next(_fetch_ids))
     reply = script(
         keys=[broker.namespace],
-        args=[current_millis(), queue_name, broker.broker_id, count],
+        args=[current_millis(), queue_name, broker.broker_id, count, fetch_id],
     )
+    del unanswered[queue_name]
     return [
         (reply[i].decode() if isinstance(reply[i], bytes) else str(reply[i]), reply[i + 1])
         for i in range(0, len(reply), 2)
@@ -119,6 +135,12 @@ def _undecodable_recorder(broker: Any) -> Callable[[str, str, bytes, Exception],
         if recorder is not None:
             return recorder  # type: ignore[no-any-return]
     return None
+
+
+def _unreturned(broker: Any) -> dict[str, list[str]]:
+    """Queue -> Redis ids of messages a closing consumer could not hand back (Redis down)."""
+    ids: dict[str, list[str]] = broker.__dict__.setdefault("fleet_unreturned", {})
+    return ids
 
 
 def _consumer_threads(broker: Any) -> dict[str, threading.Thread]:
@@ -169,12 +191,21 @@ class FleetRedisConsumer(_RedisConsumer):
     def __init__(self, broker: Any, queue_name: str, prefetch: int, timeout: int) -> None:
         super().__init__(broker, queue_name, prefetch, timeout)  # type: ignore[no-untyped-call]
         self.message_cache: list[tuple[str, bytes | None]] = []
+        threads = _consumer_threads(broker)
+        #: A consumer of this queue ran in this process before (Dramatiq restarts one after a
+        #: connection error): what its predecessor left in this worker's unacked set is
+        #: returned before the first fetch (`_recover`).
+        self._recover_due = queue_name in threads
         # Dramatiq's consumer thread builds its consumer in its own thread: remember it, so
         # that readiness can tell when it died (`dead_consumers`).
-        _consumer_threads(broker)[queue_name] = threading.current_thread()
+        threads[queue_name] = threading.current_thread()
 
     def ack(self, message: Any) -> None:
-        durable = delivery_of(message).durable
+        state = delivery_of(message)
+        if state.hand_back:
+            self.hand_back(message)
+            return
+        durable = state.durable
         if durable is None:
             super().ack(message)  # type: ignore[no-untyped-call]
             return
@@ -183,8 +214,32 @@ class FleetRedisConsumer(_RedisConsumer):
         self.queued_message_ids.discard(message.message_id)
         self.broker.acker.submit(self, message, durable)
 
+    def hand_back(self, message: Any) -> None:
+        """Put a message this worker took back on its queue (what was to follow it could not
+        be enqueued: `Delivery.hand_back`). Raises `ConnectionClosed` while Redis is
+        unreachable, which Dramatiq's consumer thread retries until it answers."""
+        try:
+            self.broker.do_requeue(self.queue_name, message.options["redis_message_id"])
+        except redis.ConnectionError as e:
+            raise ConnectionClosed(e) from None  # type: ignore[no-untyped-call]
+        self.queued_message_ids.discard(message.message_id)
+        log.warning(
+            "consumer.handed_back", queue=self.queue_name, job_id=message.options.get("job_id")
+        )
+
+    def requeue(self, messages: Any) -> None:
+        """Dramatiq's requeue, raising `ConnectionClosed` while Redis is unreachable: Dramatiq's
+        consumer thread, closing after an error, catches only that; a plain redis error there
+        (a delayed message coming due while Redis was down) ended the thread for good."""
+        try:
+            super().requeue(messages)  # type: ignore[no-untyped-call]
+        except redis.ConnectionError as e:
+            raise ConnectionClosed(e) from None  # type: ignore[no-untyped-call]
+
     def __next__(self) -> MessageProxy | None:
         try:
+            if self._recover_due:
+                self._recover()
             while True:
                 watch = self.broker.store_watch
                 # The run store is down or not migrated: a message taken now could not be
@@ -246,7 +301,7 @@ class FleetRedisConsumer(_RedisConsumer):
     def _hand_back_prefetched(self, why: str) -> None:
         # The ids come from the fetch, not from the data: nothing is decoded here (a message
         # that cannot be decoded must not stop this from returning the others).
-        ids = [redis_id for redis_id, data in self.message_cache if data is not None]
+        ids = [redis_id for redis_id, _ in self.message_cache]
         self.message_cache = []
         if ids:
             try:
@@ -254,8 +309,36 @@ class FleetRedisConsumer(_RedisConsumer):
                 log.info(
                     "consumer.prefetch_returned", queue=self.queue_name, messages=len(ids), why=why
                 )
-            except redis.ConnectionError as exc:  # the heartbeat maintenance will return them
+            except redis.ConnectionError as exc:  # the next consumer of this queue returns them
+                _unreturned(self.broker).setdefault(self.queue_name, []).extend(ids)
                 log.warning("consumer.prefetch_not_returned", messages=len(ids), error=str(exc))
+
+    def _recover(self) -> None:
+        """Return what this consumer's predecessor (of this queue, in this process) left in
+        this worker's unacked set, which nothing else returns while the worker lives:
+
+        - the messages it had prefetched and could not hand back as it closed (Redis down);
+        - for a delay queue, every message: Dramatiq's consumer thread drops the delayed
+          messages it holds when its connection fails (it holds none once restarted). Before,
+          a retry or deferral held then never ran until the worker restarted.
+
+        A fetch whose reply was lost is sent again by the next fetch (`fetch`)."""
+        unreturned = _unreturned(self.broker)
+        ids = unreturned.pop(self.queue_name, [])
+        if self.queue_name.endswith(".DQ"):
+            acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
+            ids += [
+                i.decode() if isinstance(i, bytes) else str(i)
+                for i in self.broker.client.smembers(acks)
+            ]
+        if ids:
+            try:
+                self.broker.do_requeue(self.queue_name, *ids)
+            except redis.ConnectionError:
+                unreturned.setdefault(self.queue_name, []).extend(ids)
+                raise
+            log.info("consumer.returned_after_restart", queue=self.queue_name, messages=len(ids))
+        self._recover_due = False
 
     def _decode(self, redis_id: str, data: bytes) -> Message[Any] | None:
         """The message, or None when `data` is no Dramatiq message: then it is recorded as a

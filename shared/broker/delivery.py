@@ -53,6 +53,10 @@ class Delivery:
     outcome: Outcome | None = None
     #: A terminal outcome still being made durable: the consumer acks once it is.
     durable: Durable | None = None
+    #: Put back on its queue rather than acknowledged: what was to follow it (a deferral, a
+    #: retry) could not be enqueued, Redis being unreachable. The consumer's "ack" requeues
+    #: it, retried by Dramatiq until Redis answers (`consumer.py`).
+    hand_back: bool = False
     #: `time.perf_counter()` when the metrics middleware saw it start.
     metrics_t0: float | None = None
 

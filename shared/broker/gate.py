@@ -40,7 +40,9 @@ class EnqueueGate:
     def enqueue_once(
         self, message: dramatiq.Message[Any], job_id: str, *, delay_ms: int | None = None
     ) -> str | None:
-        """Enqueue `message` unless `job_id` is taken; returns the holder's message id if taken."""
+        """Enqueue `message` unless `job_id` is taken; returns the holder's message id if taken
+        (by another message: a send whose reply was lost and that redis-py sent again finds
+        the id taken by itself, and is enqueued)."""
         queue_name = message.queue_name
         options: dict[str, Any] = {"redis_message_id": str(uuid4())}
         if delay_ms is not None:
@@ -66,7 +68,11 @@ class EnqueueGate:
         except redis.exceptions.NoScriptError:  # a Redis restarted (or failed over) since
             holder = self._script(keys=keys_and_args[:4], args=keys_and_args[4:])
         if holder is not None:
-            return holder.decode() if isinstance(holder, bytes) else str(holder)
+            holder = holder.decode() if isinstance(holder, bytes) else str(holder)
+            if holder != message.message_id:
+                return str(holder)
+            # This very message holds the job id: the script ran, its reply was lost and
+            # redis-py sent it again. It is enqueued, once; not a duplicate.
         self.broker.emit_after("enqueue", message, delay_ms)
         return None
 

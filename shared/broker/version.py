@@ -16,6 +16,9 @@ may change without notice:
   its `__getattr__` (`redis.py`, `consumer.py`);
 - `MessageProxy._message` and `_exception`, and proxies taking attributes of their own
   (`delivery.py`);
+- `dramatiq.worker.ConsumerThread` dropping the delayed messages it holds on a connection
+  error and catching only `BrokerConnectionError` as it closes (`consumer.py`: `_recover`,
+  `requeue`);
 - its Redis key layout (`<ns>:<queue>`, `<queue>.msgs`, `<queue>.DQ`, `__acks__.<worker>.<queue>`,
   `__heartbeats__`), which `lua/fetch.lua`, `lua/ack_many.lua` and `lua/enqueue_once.lua`
   read and write.

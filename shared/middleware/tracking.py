@@ -429,7 +429,11 @@ class Tracking(Middleware):
                     log.critical("run.outcome_not_recorded", job_id=finish.job_id, error=str(exc))
                     if finish.terminal:
                         return self._requeue(
-                            broker, message, TRACKING_DOWN_DELAY_MS, attempt=None, nack=not deferred
+                            broker,
+                            message,
+                            TRACKING_DOWN_DELAY_MS,
+                            attempt=None,
+                            hand_back=not deferred,
                         )
                     return True
                 log.warning("run.outcome_retry", job_id=finish.job_id, error=str(exc))
@@ -450,7 +454,7 @@ class Tracking(Middleware):
         delay_ms: int,
         *,
         attempt: int | None,
-        nack: bool = True,
+        hand_back: bool = True,
     ) -> bool:
         options = {} if attempt is None else {"attempt": attempt}
         try:
@@ -459,10 +463,17 @@ class Tracking(Middleware):
             )
             return True
         except Exception as exc:
-            # Nack: the message stays in Redis's dead-letter set rather than vanish on ack.
-            log.critical("run.requeue_failed", job_id=message.options.get("job_id"), error=str(exc))
-            if nack:
-                message.fail()
+            # Not acknowledged: the consumer puts it back on its queue once Redis answers
+            # (`Delivery.hand_back`). Nacked, it went to Redis's own dead-letter set, which
+            # nothing of the fleet reads, while its run stayed RUNNING for good.
+            log.critical(
+                "run.requeue_failed",
+                job_id=message.options.get("job_id"),
+                error=str(exc),
+                then="handed back to its queue once Redis answers" if hand_back else None,
+            )
+            if hand_back:
+                delivery_of(message).hand_back = True
             return False
 
 

@@ -53,9 +53,11 @@ def test_a_message_is_acknowledged_only_once_its_outcome_is_durable(runtime, set
     assert _unacked(broker, "testq") == 0
 
 
-def test_an_outcome_that_cannot_be_made_durable_leaves_the_message_unacknowledged(
+def test_an_outcome_that_cannot_be_made_durable_puts_the_message_back_on_its_queue(
     runtime, settings
 ) -> None:
+    """Not acknowledged, and not left in this live worker's unacknowledged set either (it came
+    back only when the worker stopped or died): back on its queue, to be run again."""
     broker = build_broker(settings)
     broker.declare_queue("testq")
     broker.enqueue(raw_message("test:echo", {}))
@@ -67,7 +69,9 @@ def test_an_outcome_that_cannot_be_made_durable_leaves_the_message_unacknowledge
 
     consumer.ack(message)
     assert broker.acker.drain(5)
-    assert _unacked(broker, "testq") == 1  # redelivered when this worker is gone
+    assert _unacked(broker, "testq") == 0
+    assert broker.client.llen(f"{broker.namespace}:testq") == 1
+    assert _fetch(consumer).message_id == message.message_id
 
 
 def test_an_idle_consumer_is_woken_by_a_send_before_its_back_off_ends(runtime, settings) -> None:

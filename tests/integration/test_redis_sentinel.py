@@ -39,6 +39,13 @@ def _completed(db, org: uuid.UUID) -> int:
     return int(row[0])
 
 
+def _by_status(db, org: uuid.UUID) -> dict[str, int]:
+    rows = db.execute(
+        "SELECT status, count(*) FROM job_runs WHERE org_id = %s GROUP BY status", (org,)
+    ).fetchall()
+    return {status: int(n) for status, n in rows}
+
+
 def _status(url: str) -> int:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
@@ -128,7 +135,10 @@ def test_a_failover_mid_drain_loses_no_job(
             time.sleep(0.5)
             return False
 
-        wait_for(drained, timeout=90, interval=0.5, what=f"{FIRST + AFTER} COMPLETED")
+        try:
+            wait_for(drained, timeout=90, interval=0.5, what=f"{FIRST + AFTER} COMPLETED")
+        except AssertionError as exc:  # say where the others are
+            raise AssertionError(f"{exc}; runs by status: {_by_status(db, org)}") from None
         # The scheduler, never restarted, records its passes on the promoted master.
         wait_for(
             lambda: _relayed_since(producer, runs_key, killed_at),
@@ -145,10 +155,7 @@ def test_a_failover_mid_drain_loses_no_job(
         set_runtime(previous)
         producer.close()
 
-    statuses = db.execute(
-        "SELECT status, count(*) FROM job_runs WHERE org_id = %s GROUP BY status", (org,)
-    ).fetchall()
-    assert dict(statuses) == {"COMPLETED": FIRST + AFTER}  # one run per job id, each COMPLETED
+    assert _by_status(db, org) == {"COMPLETED": FIRST + AFTER}  # one run per job id, each done
     assert len(set(sent)) == FIRST + AFTER
     ran = [line.split()[1] for line in procs.mark_lines() if line.startswith("echo ")]
     assert set(ran) == set(sent)  # every job ran, none lost

@@ -195,3 +195,19 @@ def test_the_public_helpers_and_message_behaviour_the_package_relies_on() -> Non
     error = dramatiq.ActorNotFound("a")
     proxy.stuff_exception(error)
     assert proxy._exception is error and failure_of(proxy) is error
+
+
+def test_dramatiq_s_consumer_thread_drops_its_delayed_messages_on_a_connection_error() -> None:
+    """`consumer.py` (`FleetRedisConsumer._recover`) returns every message of this worker's
+    delay-queue unacked set when Dramatiq restarts that consumer, because its consumer thread
+    holds none by then: it drops the delayed messages it held on a connection error, and
+    requeues them when it closes for any other reason. Its close catches only
+    `BrokerConnectionError` (`FleetRedisConsumer.requeue` raises that)."""
+    from dramatiq.worker import ConsumerThread
+
+    run = inspect.getsource(ConsumerThread.run)
+    assert "except BrokerConnectionError" in run
+    assert "self.delay_queue = PriorityQueue()" in run
+    close = inspect.getsource(ConsumerThread.close)
+    assert "self.requeue_messages(item.message for item in iter_queue(self.delay_queue))" in close
+    assert "except BrokerConnectionError" in close
