@@ -63,12 +63,23 @@ def _clean(settings: Settings, dsn: str) -> None:
         client.delete(*keys)
     client.close()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        tables = conn.execute(
-            "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables "
-            "WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
-        ).fetchone()
-        if tables and tables[0]:
-            conn.execute(f"TRUNCATE {tables[0]} CASCADE")
+        tables = [
+            name
+            for (name,) in conn.execute(
+                "SELECT quote_ident(tablename) FROM pg_tables "
+                "WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
+            )
+        ]
+        if not tables:
+            return
+        # Only the tables a test wrote to: a TRUNCATE of all of them (70) cost ~300 ms per
+        # test, a sixth of the suite; telling which hold rows costs ~2 ms.
+        probe = " UNION ALL ".join(
+            f"SELECT {index} WHERE EXISTS (SELECT 1 FROM {name})" for index, name in enumerate(tables)
+        )
+        written = [tables[index] for (index,) in conn.execute(probe)]
+        if written:
+            conn.execute(f"TRUNCATE {', '.join(written)} CASCADE")
 
 
 @pytest.fixture

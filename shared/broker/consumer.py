@@ -324,20 +324,17 @@ class FleetRedisConsumer(_RedisConsumer):
 
         A fetch whose reply was lost is sent again by the next fetch (`fetch`)."""
         unreturned = _unreturned(self.broker)
-        ids = unreturned.pop(self.queue_name, [])
+        ids = set(unreturned.get(self.queue_name, ()))
         if self.queue_name.endswith(".DQ"):
             acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
-            ids += [
+            ids.update(
                 i.decode() if isinstance(i, bytes) else str(i)
                 for i in self.broker.client.smembers(acks)
-            ]
-        if ids:
-            try:
-                self.broker.do_requeue(self.queue_name, *ids)
-            except redis.ConnectionError:
-                unreturned.setdefault(self.queue_name, []).extend(ids)
-                raise
+            )
+        if ids:  # a connection error here leaves it all for the next consumer to return
+            self.broker.do_requeue(self.queue_name, *sorted(ids))
             log.info("consumer.returned_after_restart", queue=self.queue_name, messages=len(ids))
+        unreturned.pop(self.queue_name, None)
         self._recover_due = False
 
     def _decode(self, redis_id: str, data: bytes) -> Message[Any] | None:

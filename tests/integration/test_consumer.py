@@ -9,17 +9,9 @@ import uuid
 import redis
 from structlog.testing import capture_logs
 
-from shared.broker import FleetRedisConsumer, build_broker, delivery_of
+from shared.broker import build_broker, delivery_of
+from tests.support.consumer import fetch_one, unacked
 from tests.support.jobs import ECHO, raw_message
-
-
-def _fetch(consumer: FleetRedisConsumer):
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        message = next(consumer)
-        if message is not None:
-            return message
-    raise AssertionError("no message fetched")
 
 
 class _Durable:
@@ -32,25 +24,21 @@ class _Durable:
         return self.answer
 
 
-def _unacked(broker, queue: str) -> int:
-    return broker.client.scard(f"{broker.namespace}:__acks__.{broker.broker_id}.{queue}")
-
-
 def test_a_message_is_acknowledged_only_once_its_outcome_is_durable(runtime, settings) -> None:
     broker = build_broker(settings)
     broker.declare_queue("testq")
     broker.enqueue(raw_message("test:echo", {}))
     consumer = broker.consume("testq", prefetch=1, timeout=50)
-    message = _fetch(consumer)
+    message = fetch_one(consumer)
     durable = _Durable(answer=True)
     delivery_of(message).durable = durable
 
     consumer.ack(message)  # returns at once: the worker thread is free
-    assert _unacked(broker, "testq") == 1
+    assert unacked(broker, "testq") == 1
 
     durable.released.set()
     assert broker.acker.drain(5)
-    assert _unacked(broker, "testq") == 0
+    assert unacked(broker, "testq") == 0
 
 
 def test_an_outcome_that_cannot_be_made_durable_puts_the_message_back_on_its_queue(
@@ -62,16 +50,16 @@ def test_an_outcome_that_cannot_be_made_durable_puts_the_message_back_on_its_que
     broker.declare_queue("testq")
     broker.enqueue(raw_message("test:echo", {}))
     consumer = broker.consume("testq", prefetch=1, timeout=50)
-    message = _fetch(consumer)
+    message = fetch_one(consumer)
     durable = _Durable(answer=False)
     durable.released.set()
     delivery_of(message).durable = durable
 
     consumer.ack(message)
     assert broker.acker.drain(5)
-    assert _unacked(broker, "testq") == 0
+    assert unacked(broker, "testq") == 0
     assert broker.client.llen(f"{broker.namespace}:testq") == 1
-    assert _fetch(consumer).message_id == message.message_id
+    assert fetch_one(consumer).message_id == message.message_id
 
 
 def test_an_idle_consumer_is_woken_by_a_send_before_its_back_off_ends(runtime, settings) -> None:
@@ -90,7 +78,7 @@ def test_an_idle_consumer_is_woken_by_a_send_before_its_back_off_ends(runtime, s
     waited = time.monotonic() - started
     sender.join()
     assert waited < 2.5, f"woke after {waited:.2f}s"
-    assert _fetch(consumer) is not None
+    assert fetch_one(consumer) is not None
 
 
 def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
@@ -104,7 +92,7 @@ def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
     for n in range(2):
         broker.enqueue(raw_message("test:echo", {"n": n}))
     consumer = broker.consume("testq", prefetch=1, timeout=50)
-    first = _fetch(consumer)
+    first = fetch_one(consumer)
     durable = _Durable(answer=True)
     delivery_of(first).durable = durable
     consumer.ack(first)  # the backlog is full until this outcome is durable
@@ -114,11 +102,11 @@ def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
             assert next(consumer) is None
     paused = [entry for entry in logs if entry["event"] == "consumer.fetch_paused"]
     assert len(paused) == 1 and paused[0]["backlog"] == 1  # said once, not per poll
-    assert _unacked(broker, "testq") == 1  # the second message was not fetched
+    assert unacked(broker, "testq") == 1  # the second message was not fetched
     assert broker.client.llen(f"{broker.namespace}:testq") == 1
 
     durable.released.set()
-    second = _fetch(consumer)
+    second = fetch_one(consumer)
     assert second.args == ({"n": 1},)
 
 
@@ -133,7 +121,7 @@ def test_a_process_holds_at_most_one_durable_batch_of_finished_messages(runtime,
     consumer = broker.consume("testq", prefetch=1, timeout=50)
     durable = _Durable(answer=True)
     for _ in range(3):
-        message = _fetch(consumer)
+        message = fetch_one(consumer)
         delivery_of(message).durable = durable
         consumer.ack(message)
 
@@ -141,7 +129,7 @@ def test_a_process_holds_at_most_one_durable_batch_of_finished_messages(runtime,
     assert broker.client.llen(f"{broker.namespace}:testq") == 1  # the fourth stays queued
 
     durable.released.set()
-    assert _fetch(consumer).args == ({"n": 3},)
+    assert fetch_one(consumer).args == ({"n": 3},)
     assert broker.acker.drain(5)
 
 
@@ -152,16 +140,16 @@ def test_closing_hands_back_prefetched_messages_at_once(runtime, settings) -> No
     for n in range(3):
         broker.enqueue(raw_message("test:echo", {"n": n}))
     consumer = broker.consume("testq", prefetch=3, timeout=50)
-    started = _fetch(consumer)  # the other two wait in the consumer's prefetch cache
-    assert _unacked(broker, "testq") == 3
+    started = fetch_one(consumer)  # the other two wait in the consumer's prefetch cache
+    assert unacked(broker, "testq") == 3
     assert broker.client.llen(f"{broker.namespace}:testq") == 0
 
     consumer.close()
 
-    assert _unacked(broker, "testq") == 1  # only the one a worker thread holds
+    assert unacked(broker, "testq") == 1  # only the one a worker thread holds
     assert broker.client.llen(f"{broker.namespace}:testq") == 2
     other = broker.consume("testq", prefetch=3, timeout=50)
-    returned = {_fetch(other).args[0]["n"] for _ in range(2)}
+    returned = {fetch_one(other).args[0]["n"] for _ in range(2)}
     assert returned == {0, 1, 2} - {started.args[0]["n"]}
 
 
@@ -175,7 +163,7 @@ def test_a_batch_of_acks_is_one_redis_command_per_queue(runtime, settings, monke
     for n in range(4):
         broker.enqueue(raw_message("test:echo", {"n": n}).copy(queue_name="testq"))
     consumer = broker.consume("testq", prefetch=4, timeout=50)
-    fetched = [_fetch(consumer) for _ in range(4)]
+    fetched = [fetch_one(consumer) for _ in range(4)]
 
     def ack_all() -> None:
         for message in fetched:
@@ -187,7 +175,7 @@ def test_a_batch_of_acks_is_one_redis_command_per_queue(runtime, settings, monke
     ack_all()  # the first batch may load the script
     for message in (raw_message("test:echo", {"n": n}) for n in range(4, 8)):
         broker.enqueue(message.copy(queue_name="testq"))
-    fetched = [_fetch(consumer) for _ in range(4)]
+    fetched = [fetch_one(consumer) for _ in range(4)]
     sent: list[bytes] = []
     pool = broker.client.connection_pool
     original = redis.connection.AbstractConnection.send_packed_command
@@ -203,7 +191,7 @@ def test_a_batch_of_acks_is_one_redis_command_per_queue(runtime, settings, monke
     assert pool is broker.client.connection_pool
     assert len(sent) == 1, sent
     assert b"EVALSHA" in sent[0].upper() and b"SCRIPT" not in sent[0].upper()
-    assert _unacked(broker, "testq") == 0
+    assert unacked(broker, "testq") == 0
 
 
 def test_a_batch_of_acks_removes_each_message_of_each_queue_and_nothing_of_another_worker(
@@ -218,8 +206,8 @@ def test_a_batch_of_acks_removes_each_message_of_each_queue_and_nothing_of_anoth
         for n in range(3):
             broker.enqueue(raw_message("test:echo", {"n": n}).copy(queue_name=queue))
     mine = {q: broker.consume(q, prefetch=2, timeout=50) for q in ("testq", "testq2")}
-    fetched = [(mine[q], _fetch(mine[q])) for q in ("testq", "testq2") for _ in range(2)]
-    held = _fetch(other.consume("testq", prefetch=1, timeout=50))
+    fetched = [(mine[q], fetch_one(mine[q])) for q in ("testq", "testq2") for _ in range(2)]
+    held = fetch_one(other.consume("testq", prefetch=1, timeout=50))
     for consumer, message in fetched:
         delivery_of(message).durable = _Durable(answer=True)
         delivery_of(message).durable.released.set()  # type: ignore[union-attr]
@@ -227,7 +215,7 @@ def test_a_batch_of_acks_removes_each_message_of_each_queue_and_nothing_of_anoth
     assert broker.acker.drain(5)
 
     for queue in ("testq", "testq2"):
-        assert _unacked(broker, queue) == 0
+        assert unacked(broker, queue) == 0
         assert not any(c.queued_message_ids for c in mine.values())
     ns = broker.namespace
     stored = broker.client.hkeys(f"{ns}:testq.msgs") + broker.client.hkeys(f"{ns}:testq2.msgs")
@@ -235,4 +223,4 @@ def test_a_batch_of_acks_removes_each_message_of_each_queue_and_nothing_of_anoth
     assert held.options["redis_message_id"] in left  # the other worker's, untouched
     for _, message in fetched:
         assert message.options["redis_message_id"] not in left
-    assert _unacked(other, "testq") == 1
+    assert unacked(other, "testq") == 1

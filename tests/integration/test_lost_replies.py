@@ -20,7 +20,7 @@ import pytest
 from dramatiq.errors import ConnectionClosed
 from redis.connection import parse_url
 
-from shared.broker import FleetRedisConsumer, build_broker
+from shared.broker import build_broker
 from shared.broker.consumer import FETCH
 from shared.broker.gate import SCRIPT as ENQUEUE_ONCE
 from shared.config import Settings
@@ -28,6 +28,7 @@ from shared.db.connect import run_writer
 from shared.jobs import runs
 from shared.jobs.run_writer import Started
 from shared.runtime import Runtime
+from tests.support.consumer import fetch_one, unacked
 from tests.support.jobs import ECHO, message_info, raw_message
 from tests.support.procs import Procs, free_port
 from tests.support.proxy import Proxy
@@ -51,19 +52,6 @@ def _through(settings: Settings, proxy: Proxy) -> Settings:
     return settings.model_copy(update={"redis_url": f"redis://{proxy.url}/{db}"})
 
 
-def _fetch(consumer: FleetRedisConsumer) -> Any:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        message = next(consumer)
-        if message is not None:
-            return message
-    raise AssertionError("no message fetched")
-
-
-def _unacked(broker: Any, queue: str) -> int:
-    return int(broker.client.scard(f"{broker.namespace}:__acks__.{broker.broker_id}.{queue}"))
-
-
 def test_a_fetch_whose_reply_was_lost_takes_the_same_messages_when_it_is_sent_again(
     runtime, settings: Settings, proxy: Proxy
 ) -> None:
@@ -76,11 +64,11 @@ def test_a_fetch_whose_reply_was_lost_takes_the_same_messages_when_it_is_sent_ag
     consumer = broker.consume("testq", prefetch=3, timeout=50)
     lost = proxy.lose_reply_to(FETCH_SHA)
 
-    fetched = [_fetch(consumer) for _ in range(3)]
+    fetched = [fetch_one(consumer) for _ in range(3)]
 
     assert lost.is_set()  # the fetch ran, its reply was lost, redis-py sent it again
     assert sorted(m.args[0]["n"] for m in fetched) == [0, 1, 2]
-    assert _unacked(broker, "testq") == 3
+    assert unacked(broker, "testq") == 3
     assert broker.client.llen(f"{broker.namespace}:testq") == 0
 
 
@@ -103,8 +91,8 @@ def test_a_fetch_that_failed_for_good_gets_its_messages_back_at_the_next_consume
     consumer.close()
     successor = broker.consume("testq", prefetch=2, timeout=50)
 
-    assert sorted(_fetch(successor).args[0]["n"] for _ in range(2)) == [0, 1]
-    assert _unacked(broker, "testq") == 2
+    assert sorted(fetch_one(successor).args[0]["n"] for _ in range(2)) == [0, 1]
+    assert unacked(broker, "testq") == 2
 
 
 def test_a_requeue_while_redis_is_unreachable_raises_what_dramatiq_s_consumer_thread_catches(
@@ -117,7 +105,7 @@ def test_a_requeue_while_redis_is_unreachable_raises_what_dramatiq_s_consumer_th
     broker.declare_queue("testq")
     broker.enqueue(raw_message("test:echo", {"n": 1}))
     consumer = broker.consume("testq", prefetch=1, timeout=50)
-    message = _fetch(consumer)
+    message = fetch_one(consumer)
     proxy.down()
 
     with pytest.raises(ConnectionClosed):
