@@ -75,7 +75,8 @@ def _clean(settings: Settings, dsn: str) -> None:
         # Only the tables a test wrote to: a TRUNCATE of all of them (70) cost ~300 ms per
         # test, a sixth of the suite; telling which hold rows costs ~2 ms.
         probe = " UNION ALL ".join(
-            f"SELECT {index} WHERE EXISTS (SELECT 1 FROM {name})" for index, name in enumerate(tables)
+            f"SELECT {index} WHERE EXISTS (SELECT 1 FROM {name})"
+            for index, name in enumerate(tables)
         )
         written = [tables[index] for (index,) in conn.execute(probe)]
         if written:
