@@ -124,7 +124,7 @@ class Acker:
                         log.critical("run.ack_withheld", job_id=message.options.get("job_id"))
                         back.append((consumer, message))
                 if ready:
-                    _ack_with_retry(ready)
+                    _retry_until_redis_answers(_ack_many, ready)
                 if back:
                     _retry_until_redis_answers(_hand_back, back)
             except Exception:  # never let one batch stop the acks of the others
@@ -137,10 +137,6 @@ class Acker:
                 with self._idle:
                     self._pending -= len(batch)
                     self._idle.notify_all()
-
-
-def _ack_with_retry(items: list[tuple[Any, Any]]) -> None:
-    _retry_until_redis_answers(_ack_many, items)
 
 
 def _retry_until_redis_answers(
@@ -164,11 +160,10 @@ def _retry_until_redis_answers(
 
 def _hand_back(items: list[tuple[Any, Any]]) -> None:
     """Put messages back on their queues (Dramatiq's "requeue" command, per queue)."""
-    by_queue: dict[tuple[int, str], tuple[Any, list[str]]] = {}
+    by_consumer: dict[Any, list[str]] = {}
     for consumer, message in items:
-        key = (id(consumer.broker), consumer.queue_name)
-        by_queue.setdefault(key, (consumer, []))[1].append(message.options["redis_message_id"])
-    for consumer, ids in by_queue.values():
+        by_consumer.setdefault(consumer, []).append(message.options["redis_message_id"])
+    for consumer, ids in by_consumer.items():
         consumer.broker.do_requeue(consumer.queue_name, *ids)
     for consumer, message in items:
         consumer.queued_message_ids.discard(message.message_id)

@@ -218,10 +218,7 @@ class FleetRedisConsumer(_RedisConsumer):
         """Put a message this worker took back on its queue (what was to follow it could not
         be enqueued: `Delivery.hand_back`). Raises `ConnectionClosed` while Redis is
         unreachable, which Dramatiq's consumer thread retries until it answers."""
-        try:
-            self.broker.do_requeue(self.queue_name, message.options["redis_message_id"])
-        except redis.ConnectionError as e:
-            raise ConnectionClosed(e) from None  # type: ignore[no-untyped-call]
+        self.requeue([message])
         self.queued_message_ids.discard(message.message_id)
         log.warning(
             "consumer.handed_back", queue=self.queue_name, job_id=message.options.get("job_id")
@@ -332,7 +329,7 @@ class FleetRedisConsumer(_RedisConsumer):
                 for i in self.broker.client.smembers(acks)
             )
         if ids:  # a connection error here leaves it all for the next consumer to return
-            self.broker.do_requeue(self.queue_name, *sorted(ids))
+            self.broker.do_requeue(self.queue_name, *ids)
             log.info("consumer.returned_after_restart", queue=self.queue_name, messages=len(ids))
         unreturned.pop(self.queue_name, None)
         self._recover_due = False

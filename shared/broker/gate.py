@@ -70,7 +70,7 @@ class EnqueueGate:
         if holder is not None:
             holder = holder.decode() if isinstance(holder, bytes) else str(holder)
             if holder != message.message_id:
-                return str(holder)
+                return holder
             # This very message holds the job id: the script ran, its reply was lost and
             # redis-py sent it again. It is enqueued, once; not a duplicate.
         self.broker.emit_after("enqueue", message, delay_ms)

@@ -17,17 +17,17 @@ local last_fetch = namespace .. ":__fetched__." .. ARGV[3] .. "." .. ARGV[2]
 redis.call("zadd", namespace .. ":__heartbeats__", ARGV[1], ARGV[3])
 local out = {}
 local last = redis.call("get", last_fetch)
-if last then
+-- The record starts with its fetch id (`["<id>",...`): decoded only for a resend.
+local resent = '["' .. ARGV[5] .. '"'
+if last and string.sub(last, 1, #resent) == resent then
     local taken = cjson.decode(last)
-    if taken[1] == ARGV[5] then
-        for i = 2, #taken do
-            if redis.call("sismember", queue_acks, taken[i]) == 1 then
-                out[#out + 1] = taken[i]
-                out[#out + 1] = redis.call("hget", queue_messages, taken[i])
-            end
+    for i = 2, #taken do
+        if redis.call("sismember", queue_acks, taken[i]) == 1 then
+            out[#out + 1] = taken[i]
+            out[#out + 1] = redis.call("hget", queue_messages, taken[i])
         end
-        return out
     end
+    return out
 end
 local taken = {ARGV[5]}
 for _ = 1, tonumber(ARGV[4]) do
