@@ -3,8 +3,13 @@
 The stream polls the run's row (a primary-key read) every `interval` seconds and sends an event
 when status, attempt, progress or error code change, then closes after the first terminal state
 (COMPLETED, DEAD, CANCELED). A comment line every `keepalive` seconds keeps proxies from closing
-an idle stream. A browser's `EventSource` reconnects by itself after a network cut and gets the
-current state first.
+an idle stream.
+
+Each event's `id:` is the run's version (`job_runs.version`, bumped on every write of the run),
+so ids only grow, across connections too. A browser's `EventSource` reconnects by itself after a
+network cut and sends the last id it saw as `Last-Event-ID`: the stream then resumes after it
+(the current state only if it is newer), and answers `204 No Content` (which tells
+`EventSource` to stop reconnecting) when that event was already the terminal one.
 """
 
 from __future__ import annotations
@@ -46,10 +51,11 @@ def stream(
     keepalive: float = 15.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    after: int | None = None,
 ) -> Iterator[str]:
+    """`after`: the client's `Last-Event-ID`; states up to that version are not sent again."""
     last: str | None = None
     last_sent = clock()
-    event_id = 0
     while True:
         row = state(runtime, job_id, org_id=org_id)
         if row is None:  # purged (retention) or released while followed
@@ -57,12 +63,14 @@ def stream(
             return
         event = _event(row)
         key = event.model_dump_json()
-        if key != last:
-            event_id += 1
+        version = int(row["version"])
+        if key != last and (after is None or version > after):
             last, last_sent = key, clock()
-            yield format_sse(event, event_id=event_id)
+            yield format_sse(event, event_id=version)
             if event.terminal:
                 return
+        elif key != last:  # the client saw this state before it reconnected
+            last = key
         elif clock() - last_sent >= keepalive:
             last_sent = clock()
             yield ": keep-alive\n\n"

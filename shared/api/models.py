@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class JobStatus(StrEnum):
+    #: Written in the producer's transaction; published once it commits (docs/producers.md).
+    STAGED = "STAGED"
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"
     COMPLETED = "COMPLETED"

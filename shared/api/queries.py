@@ -85,7 +85,7 @@ def state(runtime: Runtime, job_id: str, *, org_id: UUID) -> dict[str, Any] | No
     """The few columns an event stream follows."""
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         row: dict[str, Any] | None = cur.execute(
-            "SELECT job_id, status, attempt, progress, error_code FROM job_runs "
+            "SELECT job_id, status, attempt, progress, error_code, version FROM job_runs "
             "WHERE job_id = %s AND org_id = %s",
             (job_id, org_id),
         ).fetchone()

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from .. import dlq, pauses
 from ..errors import BrokerUnavailable, FleetError, InvalidState, RunNotFound, TrackingUnavailable
 from ..jobs import catalog, runs
 from ..jobs.runs import RunView
+from ..jobs.statuses import TERMINAL_STATUSES
 from ..observability.logging import redact
 from ..runtime import Runtime, get_runtime
 from . import events, queries
@@ -211,17 +212,39 @@ def job_router(
         response_model=None,
         responses={
             200: {"content": {"text/event-stream": {}}, "description": "status events"},
+            204: {"description": "The Last-Event-ID sent was the job's terminal event"},
+            400: {"model": Problem, "description": "BAD_LAST_EVENT_ID"},
             **PROBLEMS,
         },
         summary="Status and progress as Server-Sent Events until a terminal state",
     )
-    def follow(job_id: str, org_id: Org, rt: Rt) -> StreamingResponse | JSONResponse:
-        if queries.state(rt, job_id, org_id=org_id) is None and not (
-            rt.settle() and queries.state(rt, job_id, org_id=org_id)
-        ):
+    def follow(
+        job_id: str,
+        org_id: Org,
+        rt: Rt,
+        last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    ) -> StreamingResponse | JSONResponse | Response:
+        after: int | None = None
+        if last_event_id is not None:
+            try:
+                after = int(last_event_id)
+            except ValueError:
+                return JSONResponse(
+                    Problem(
+                        code="BAD_LAST_EVENT_ID",
+                        detail=f"Last-Event-ID must be an event id of this stream, not {last_event_id!r}",
+                    ).model_dump(),
+                    status_code=400,
+                )
+        row = queries.state(rt, job_id, org_id=org_id)
+        if row is None and rt.settle():
+            row = queries.state(rt, job_id, org_id=org_id)
+        if row is None:
             return not_found(job_id)
+        if after is not None and row["version"] <= after and row["status"] in TERMINAL_STATUSES:
+            return Response(status_code=204)  # seen the end already: EventSource stops
         return StreamingResponse(
-            events.stream(rt, job_id, org_id=org_id, interval=poll_interval_s),
+            events.stream(rt, job_id, org_id=org_id, interval=poll_interval_s, after=after),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )

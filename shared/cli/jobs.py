@@ -7,12 +7,12 @@ from uuid import UUID
 
 import typer
 
+from ..jobs.statuses import RUN_STATUSES
 from . import output
 from .params import load_payload, one_of, org_scope
 
 app = typer.Typer(help="Runs of jobs: list, show, cancel, send.", no_args_is_help=True)
 
-RUN_STATUSES = ("QUEUED", "RUNNING", "COMPLETED", "FAILED", "DEAD", "CANCELED")
 
 OrgOption = Annotated[
     UUID | None,

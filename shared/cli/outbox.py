@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..jobs.statuses import OUTBOX_STATUSES
 from . import output
 from .jobs import JsonOption
 from .params import one_of
@@ -18,7 +19,6 @@ app = typer.Typer(
     help="Transactional outbox: relay events to the broker, list them.", no_args_is_help=True
 )
 
-OUTBOX_STATUSES = ("PENDING", "PUBLISHED", "FAILED")
 
 LIST_SQL = """
 SELECT id, org_id, type, job_name, job_id, status, attempts, next_attempt_at, locked_by,

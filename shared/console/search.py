@@ -17,6 +17,7 @@ from psycopg.rows import dict_row
 
 from ..api.queries import decode_cursor, encode_cursor
 from ..jobs.runs import RunView
+from ..jobs.statuses import RUN_STATUSES
 from ..observability.logging import redact
 from ..runtime import Runtime
 
@@ -25,7 +26,7 @@ LIST_COLUMNS = (
     "job_id, org_id, job_name, queue, status, entity_type, entity_id, error_code, attempt,"
     " max_attempts, request_id, queued_at, started_at, finished_at, replay_count"
 )
-STATUSES = ("QUEUED", "RUNNING", "COMPLETED", "FAILED", "DEAD", "CANCELED")
+STATUSES = RUN_STATUSES
 
 
 class BadFilter(ValueError):

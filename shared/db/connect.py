@@ -11,7 +11,7 @@ outlive a transaction on the server side:
   clients' transactions: settings move into each transaction (`SET LOCAL`, see `RunWriter`);
 - PgBouncer refuses the startup parameter `options` (`-c name=value`): none is sent;
 - `LISTEN` hears nothing once its server connection goes back to the pool: the outbox relay
-  polls instead (`shared/outbox.py`);
+  polls instead (`shared/outbox/relay.py`);
 - a session advisory lock may be released on another server connection than the one that
   holds it: `fleet db upgrade` (its lock, and CREATE INDEX CONCURRENTLY outside a transaction)
   needs a direct or session-mode DATABASE_URL (docs/scaling.md).

@@ -29,9 +29,6 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-RUN_STATUSES = ("QUEUED", "RUNNING", "COMPLETED", "FAILED", "DEAD", "CANCELED")
-OUTBOX_STATUSES = ("PENDING", "PUBLISHED", "FAILED")
-
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
@@ -74,6 +71,8 @@ class JobRun(Base):
     executions: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     lease_owner: Mapped[str | None] = mapped_column(Text)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Bumped by a trigger on every update (migration 0016_staged_runs): SSE event ids.
+    version: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="1")
 
     __table_args__ = (
         # Every write of a run changes `status`: each adds an entry to every index here, about
@@ -149,11 +148,18 @@ class OutboxEvent(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     error: Mapped[str | None] = mapped_column(Text)
+    #: When the job is due (`scheduled_at` / delay); the broker holds it until then.
+    deliver_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (
         Index(
             "ix_outbox_events_pending",
             "next_attempt_at",
+            postgresql_where=text("status = 'PENDING'"),
+        ),
+        Index(
+            "ix_outbox_events_pending_job",
+            "job_id",
             postgresql_where=text("status = 'PENDING'"),
         ),
     )

@@ -111,6 +111,8 @@ ON CONFLICT (job_id) DO UPDATE
        next_retry_at = NULL, executions = r.executions + 1,
        lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
  WHERE r.status IN ('QUEUED', 'FAILED')
+    -- Published a moment ago: its QUEUED row is not written yet.
+    OR r.status = 'STAGED'
     -- A CANCELED run sent again (a new message id) starts; the canceled delivery does not.
     OR (r.status = 'CANCELED' AND r.message_id IS DISTINCT FROM EXCLUDED.message_id)
     -- A RUNNING run is never started here: see BLOCKED (a live lease) and TAKEOVER.
@@ -181,7 +183,10 @@ ON CONFLICT (job_id) DO UPDATE
        message_id = EXCLUDED.message_id, queued_at = EXCLUDED.queued_at, attempt = 0,
        cancel_requested = FALSE, error_code = NULL, error = NULL, result = NULL,
        started_at = NULL, finished_at = NULL
- WHERE job_runs.status = 'CANCELED'
+ -- Staged in its producer's transaction, now published (shared/outbox). A CANCELED run sent
+ -- again (a new message id) is queued again; the very message a cancel was meant to skip is not.
+ WHERE job_runs.status = 'STAGED'
+    OR (job_runs.status = 'CANCELED' AND job_runs.message_id IS DISTINCT FROM EXCLUDED.message_id)
 """
 FINISH_MANY = """
 UPDATE job_runs AS r
@@ -493,7 +498,7 @@ def _blocked(conn: psycopg.Connection[Any], job_ids: list[str]) -> dict[str, Blo
     ).fetchall():
         if status == "RUNNING":
             found[job_id] = Blocked(bool(live), float(remaining), int(attempt), int(executions))
-        elif status in ("QUEUED", "FAILED"):  # changed meanwhile: try again shortly
+        elif status in ("STAGED", "QUEUED", "FAILED"):  # changed meanwhile: try again shortly
             found[job_id] = Blocked(True, 0.0, int(attempt), int(executions))
         else:
             found[job_id] = None

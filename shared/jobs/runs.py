@@ -18,6 +18,12 @@ message_id, queued_at, started_at, finished_at, next_retry_at, replayed_at, repl
 replay_count, executions, lease_owner, lease_until"""
 
 
+CANCEL_EVENTS = """
+UPDATE outbox_events SET status = 'CANCELED', error = 'canceled by an operator'
+ WHERE job_id = %s AND status = 'PENDING'
+"""
+
+
 @dataclass(frozen=True)
 class RunView:
     job_id: str
@@ -68,7 +74,8 @@ def find(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) ->
         params.append(org_id)
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(sql, params).fetchone()
-        if row is None and runtime.settle():  # sent by this process a moment ago?
+        # Sent (or published from STAGED) by this process a moment ago? Its QUEUED row follows.
+        if (row is None or row["status"] == "STAGED") and runtime.settle():
             row = cur.execute(sql, params).fetchone()
     return RunView(**row) if row else None
 
@@ -102,21 +109,26 @@ def list_runs(
 
 
 def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) -> str:
-    """Cancel a run: QUEUED or FAILED (waiting for a retry) → CANCELED at once, and the message
-    is skipped when it arrives; RUNNING → cancel requested, honoured at the handler's next
+    """Cancel a run: STAGED (committed, not yet published: its outbox event is canceled too),
+    QUEUED or FAILED (waiting for a retry) → CANCELED at once, and the message is skipped when
+    it arrives; RUNNING → cancel requested, honoured at the handler's next
     progress or checkpoint. Returns the resulting status."""
     runtime = runtime or get_runtime()
     runtime.settle()  # a job this process has just sent is cancelable at once
     scope, params = ("AND org_id = %s", [org_id]) if org_id is not None else ("", [])
     with runtime.pool.connection() as conn:
         conn.execute("SET LOCAL synchronous_commit TO on")
+        # The outbox events first, then the run: the relay's order (it locks an event, then
+        # records the message id on its STAGED run). An event being published is waited for:
+        # then the run carries its message id, which the canceled run skips.
+        conn.execute(CANCEL_EVENTS, (job_id,))
         row = conn.execute(
             f"SELECT status FROM job_runs WHERE job_id = %s {scope} FOR UPDATE", [job_id, *params]
         ).fetchone()
         if row is None:
             raise RunNotFound(f"no run {job_id}")
         status = row[0]
-        if status in ("QUEUED", "FAILED"):
+        if status in ("STAGED", "QUEUED", "FAILED"):
             conn.execute(
                 "UPDATE job_runs SET status = 'CANCELED', cancel_requested = TRUE, finished_at = now(), "
                 "error_code = 'CANCELED', error = 'canceled by an operator' WHERE job_id = %s",
@@ -127,7 +139,7 @@ def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) 
             return "CANCEL_REQUESTED"
         else:
             raise InvalidState(
-                f"{job_id} is {status}; only QUEUED, FAILED or RUNNING runs can be canceled"
+                f"{job_id} is {status}; only STAGED, QUEUED, FAILED or RUNNING runs can be canceled"
             )
     # A canceled job may be sent again (DESIGN §2: only queued, running or completed ids are
     # duplicates): release its id.

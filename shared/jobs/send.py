@@ -100,6 +100,15 @@ class Sender:
         )
         return SendResult(job_id, message.message_id, duplicate=False, status="QUEUED")
 
+    def check_broker(self, what: str) -> None:
+        """`BrokerUnavailable` unless Redis answers a PING (a staging `at_commit` asks before
+        anything is written: a caller that chose to publish at its commit hears of an outage
+        in its request, not later)."""
+        try:
+            self.gate.broker.client.ping()
+        except redis.RedisError as exc:
+            raise BrokerUnavailable(f"cannot publish {what}: {exc}") from exc
+
     def _check_tracking(self, job_id: str) -> None:
         """Fail loudly, before anything is enqueued, when the run store is unreachable.
 

@@ -80,6 +80,8 @@ def _field(payload: Payload, name: str) -> Any:
 class CapturingSender:
     def __init__(self) -> None:
         self.sent: list[SentJob] = []
+        #: Jobs staged in a transaction that has not ended yet (sent once it commits).
+        self.staged: list[SentJob] = []
 
     def send(
         self,
@@ -103,12 +105,49 @@ class CapturingSender:
         delay_ms: int | None,
         via: str,
     ) -> SentJob:
+        return self._append(self._prepare(spec, payload, request_id, delay_ms, via))
+
+    def stage(
+        self,
+        session: Any,
+        spec: JobSpec[Any],
+        payload: Payload | Mapping[str, Any],
+        *,
+        request_id: str | None,
+        delay_ms: int | None,
+        via: str,
+    ) -> SentJob:
+        """`outbox.enqueue` under the kit: validated now, sent once `session`'s transaction
+        commits, dropped if it rolls back (as in production: no commit, no job)."""
+        job = self._prepare(spec, payload, request_id, delay_ms, via)
+        self.staged.append(job)
+
+        def committed() -> None:
+            self._forget_staged(job)
+            self._append(job)
+
+        on_transaction_end(session, commit=committed, rollback=lambda: self._forget_staged(job))
+        return job
+
+    def _forget_staged(self, job: SentJob) -> None:
+        self.staged = [other for other in self.staged if other is not job]
+
+    def _prepare(
+        self,
+        spec: JobSpec[Any],
+        payload: Payload | Mapping[str, Any],
+        request_id: str | None,
+        delay_ms: int | None,
+        via: str,
+    ) -> SentJob:
         model = spec.build(payload)  # PayloadError exactly as in production
         job_id = spec.job_id(model)
         wired = spec.contract.parse(model.wire())  # what the worker's actor will parse
         request_id = request_id or request_id_var.get()
-        job = SentJob(spec, wired, job_id, request_id, delay_ms, via)
-        if any(other.job_id == job_id and other.status != "DEAD" for other in self.sent):
+        return SentJob(spec, wired, job_id, request_id, delay_ms, via)
+
+    def _append(self, job: SentJob) -> SentJob:
+        if any(other.job_id == job.job_id and other.status != "DEAD" for other in self.sent):
             job.status = "DUPLICATE"  # production enqueues nothing and answers duplicate=True
             return job
         self.sent.append(job)
@@ -175,9 +214,21 @@ class JobCapture:
             job for job in self.runtime.capture_sender.sent if name is None or job.job_name == name
         ]
 
+    def staged_jobs(self, spec: JobSpec[Any] | str | None = None) -> list[SentJob]:
+        """Jobs staged in a transaction that has neither committed nor rolled back yet: not
+        sent (a worker would not see them)."""
+        name = spec if isinstance(spec, str) or spec is None else spec.name
+        return [
+            job
+            for job in self.runtime.capture_sender.staged
+            if name is None or job.job_name == name
+        ]
+
     def assert_sent(self, spec: JobSpec[Any] | str, **fields: Any) -> SentJob:
         """The one captured job of `spec` whose payload has these field values (nested fields as
-        `params__format`); fails with what was sent instead."""
+        `params__format`); fails with what was sent instead. A field the job's payload does not
+        have raises `TypeError` naming it (a misspelling would otherwise match nothing)."""
+        _check_fields(spec, fields)
         found = [job for job in self.sent_jobs(spec) if job.matches(fields)]
         if len(found) == 1:
             return found[0]
@@ -188,6 +239,7 @@ class JobCapture:
         )
 
     def assert_not_sent(self, spec: JobSpec[Any] | str, **fields: Any) -> None:
+        _check_fields(spec, fields)
         found = [job for job in self.sent_jobs(spec) if job.matches(fields)]
         if found:
             name = spec if isinstance(spec, str) else spec.name
@@ -256,6 +308,69 @@ class JobCapture:
                 raise
         finally:
             set_current_job(previous)
+
+
+def _check_fields(spec: JobSpec[Any] | str, fields: Mapping[str, Any]) -> None:
+    """`TypeError` for a field (`a__b` nested) that no payload version of `spec` has."""
+    if isinstance(spec, str):
+        from ..jobs import catalog
+
+        spec = catalog.get(spec)
+    for name in fields:
+        models: list[Any] = list(spec.contract.versions)
+        for depth, part in enumerate(name.split("__")):
+            known = {f for model in models for f in model.model_fields}
+            if part not in known:
+                path = "__".join(name.split("__")[: depth + 1])
+                raise TypeError(
+                    f"{spec.name} payloads have no field {path!r}; fields: {', '.join(sorted(known))}"
+                )
+            nested = [
+                model.model_fields[part].annotation
+                for model in models
+                if part in model.model_fields
+            ]
+            models = [t for t in nested if isinstance(t, type) and hasattr(t, "model_fields")]
+            if not models:  # a dict, a list or a scalar: its keys are free-form
+                break
+
+
+_HOOKS = "jobfleet.testing.transaction_end"
+
+
+def on_transaction_end(
+    session: Any, *, commit: Callable[[], None], rollback: Callable[[], None]
+) -> None:
+    """Run `commit` once `session`'s transaction commits, `rollback` once it rolls back: on the
+    kit's `RecordingSession`, or on a real SQLAlchemy session (a product's own test database)."""
+    if isinstance(session, RecordingSession):
+        session.on_transaction_end(commit=commit, rollback=rollback)
+        return
+    from sqlalchemy import event
+
+    if _HOOKS not in session.info:
+        session.info[_HOOKS] = _Hooks()
+
+        def ended(kind: str) -> Callable[[Any], None]:
+            def run(_: Any) -> None:
+                pending: _Hooks = session.info[_HOOKS]
+                session.info[_HOOKS] = _Hooks()
+                for callback in pending.commit if kind == "commit" else pending.rollback:
+                    callback()
+
+            return run
+
+        event.listen(session, "after_commit", ended("commit"))
+        event.listen(session, "after_rollback", ended("rollback"))
+    hooks: _Hooks = session.info[_HOOKS]
+    hooks.commit.append(commit)
+    hooks.rollback.append(rollback)
+
+
+@dataclass
+class _Hooks:
+    commit: list[Callable[[], None]] = field(default_factory=list)
+    rollback: list[Callable[[], None]] = field(default_factory=list)
 
 
 def _bound(job_name: str) -> Handler | None:

@@ -9,7 +9,7 @@ fixture). Reads answer nothing: a path that needs a row from the database needs 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +60,16 @@ class RecordingSession:
         self.closed = False
         self._pending: list[Statement | Any] = []
         self.committed: list[Statement | Any] = []
+        #: What runs when the transaction ends (the test kit's staged jobs: sent at the commit).
+        self._at_commit: list[Callable[[], None]] = []
+        self._at_rollback: list[Callable[[], None]] = []
+
+    def on_transaction_end(
+        self, *, commit: Callable[[], None], rollback: Callable[[], None]
+    ) -> None:
+        """Call `commit` after this transaction commits, or `rollback` after it rolls back."""
+        self._at_commit.append(commit)
+        self._at_rollback.append(rollback)
 
     # -- the Session surface the clients use ----------------------------------------------------
 
@@ -80,13 +90,22 @@ class RecordingSession:
         self.commits += 1
         self.committed.extend(self._pending)
         self._pending.clear()
+        self._end(self._at_commit)
 
     def rollback(self) -> None:
         self.rollbacks += 1
         self._pending.clear()
+        self._end(self._at_rollback)
+
+    def _end(self, callbacks: list[Callable[[], None]]) -> None:
+        run = list(callbacks)
+        self._at_commit.clear()
+        self._at_rollback.clear()
+        for callback in run:
+            callback()
 
     def close(self) -> None:
-        if self._pending:
+        if self._pending or self._at_rollback:
             self.rollback()
         self.closed = True
 

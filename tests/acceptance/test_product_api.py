@@ -142,11 +142,17 @@ def test_an_export_is_accepted_at_once_followed_over_sse_to_completed_then_downl
         body = answer.json()
         export_id, job_id = body["id"], body["job_id"]
         assert body["status_url"] == f"/jobs/{job_id}"
-        # Committed, staged in the outbox, not published yet (no relay): no link, no run.
+        # Committed, staged in the outbox, not published yet (no relay): no link, but the job
+        # is known at once (issue 30: its status_url used to answer 404 until the relay ran).
         assert a.get(f"/exports/{export_id}").json()["status"] == "PENDING"
         not_ready = a.get(f"/exports/{export_id}/download")
         assert not_ready.status_code == 409 and not_ready.json()["code"] == "INVALID_STATE"
-        assert a.get(body["status_url"]).status_code == 404
+        staged = a.get(body["status_url"])
+        assert staged.status_code == 200 and staged.json()["status"] == "STAGED"
+        with a.stream("GET", body["events_url"]) as stream:  # an EventSource would not give up
+            assert stream.status_code == 200
+            first = next(line for line in stream.iter_lines() if line.startswith("data: "))
+            assert json.loads(first.removeprefix("data: "))["status"] == "STAGED"
 
         with relaying(settings):
             wait_for(lambda: visible(a, job_id), timeout=15, what="the relay publishing")

@@ -145,4 +145,9 @@ def test_redis_down_keeps_the_event_pending_on_the_schedule_then_fails_it(
     assert (status, attempts) == ("FAILED", 2)
     assert error.startswith("BROKER_UNAVAILABLE")
     assert _email_messages(runtime) == 0
-    assert db.execute("SELECT count(*) FROM job_runs").fetchone() == (0,)
+    # The run staged with the event says it was never published, and why.
+    ((run_status, code, run_error),) = db.execute(
+        "SELECT status, error_code, error FROM job_runs"
+    ).fetchall()
+    assert (run_status, code) == ("DEAD", "BROKER_UNAVAILABLE")
+    assert run_error.startswith("not published: cannot enqueue")

@@ -69,11 +69,44 @@ def test_assert_sent_says_what_was_sent_instead(jobfleet: JobCapture) -> None:
         jobfleet.assert_sent(ECHO, message="wanted")
 
 
-def test_outbox_events_are_captured_without_a_database(jobfleet: JobCapture) -> None:
-    event = outbox.enqueue(object(), ECHO, echo(uuid.uuid4(), "staged"))  # type: ignore[arg-type]
+def test_a_staged_job_counts_as_sent_only_once_its_transaction_commits(
+    jobfleet: JobCapture,
+) -> None:
+    session = jobfleet.session()
+    with session.begin():
+        event = outbox.enqueue(session, ECHO, echo(uuid.uuid4(), "staged"))  # type: ignore[arg-type]
+        jobfleet.assert_not_sent(ECHO)  # a worker would not see it before the commit
+        assert [job.job_id for job in jobfleet.staged_jobs(ECHO)] == [event.job_id]
 
     job = jobfleet.assert_sent(ECHO, message="staged")
     assert (job.via, job.job_id) == ("outbox", event.job_id)
+    assert jobfleet.staged_jobs() == []
+
+
+def test_a_rolled_back_transaction_sends_nothing(jobfleet: JobCapture) -> None:
+    session = jobfleet.session()
+    with pytest.raises(RuntimeError), session.begin():
+        outbox.enqueue(session, ECHO, echo(uuid.uuid4(), "never"))  # type: ignore[arg-type]
+        raise RuntimeError("the product's write failed")
+
+    jobfleet.assert_not_sent(ECHO)
+    assert jobfleet.staged_jobs() == []
+
+
+def test_a_session_closed_without_commit_sends_nothing(jobfleet: JobCapture) -> None:
+    with jobfleet.session() as session:
+        outbox.enqueue(session, ECHO, echo(uuid.uuid4(), "never"))  # type: ignore[arg-type]
+    jobfleet.assert_not_sent(ECHO)
+
+
+def test_a_misspelled_field_is_named_not_matched_to_nothing(jobfleet: JobCapture) -> None:
+    ECHO.send(echo(uuid.uuid4(), "hello"))
+
+    with pytest.raises(TypeError, match="no field 'mesage'"):
+        jobfleet.assert_sent(ECHO, mesage="hello")
+    with pytest.raises(TypeError, match="no field 'mesage'"):
+        jobfleet.assert_not_sent(ECHO, mesage="hello")
+    assert jobfleet.assert_sent(ECHO, message="hello").payload.message == "hello"
 
 
 def test_drain_runs_handlers_inline_including_the_jobs_they_send(jobfleet: JobCapture) -> None:

@@ -21,7 +21,7 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sqlalchemy import text
@@ -34,7 +34,7 @@ from shared.jobs import catalog
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-Via = Literal["outbox", "send"]
+Via = outbox.Via
 
 INSERT = text(
     "INSERT INTO ai_tasks (id, org_id, task, input, params)"
@@ -71,8 +71,8 @@ def request_ai_task(
     request_id: str | None = None,
 ) -> AiTaskRequest:
     """Validate, insert the `ai_tasks` row and stage `ai:run` in `session`'s transaction (the
-    caller commits). `via="send"` enqueues at once (raises `BrokerUnavailable` when Redis is
-    down: roll back then)."""
+    caller commits). `via="send"` also publishes it from this process right after the commit, without waiting for
+    the relay; either way nothing is published before the commit and a rollback drops it."""
     task_id = uuid.uuid4()
     payload = catalog.AI_RUN.build(
         {
@@ -94,10 +94,7 @@ def request_ai_task(
             "params": json.dumps(payload.params),
         },
     )
-    if via == "send":
-        job_id = catalog.AI_RUN.send(payload, request_id=request_id).job_id
-    else:
-        job_id = outbox.enqueue(session, catalog.AI_RUN, payload, request_id=request_id).job_id
+    job_id = outbox.stage(session, catalog.AI_RUN, payload, via=via, request_id=request_id)
     return AiTaskRequest(task_id, job_id)
 
 

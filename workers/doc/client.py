@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sqlalchemy import text
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from .search import DocumentHit
 
-Via = Literal["outbox", "send"]
+Via = outbox.Via
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 INSERT_FILE = text(
@@ -133,10 +133,7 @@ def ingest_document(
             "schema_name": schema_name,
         },
     )
-    if via == "send":
-        job_id = catalog.DOC_INGEST.send(payload, request_id=request_id).job_id
-    else:
-        job_id = outbox.enqueue(session, catalog.DOC_INGEST, payload, request_id=request_id).job_id
+    job_id = outbox.stage(session, catalog.DOC_INGEST, payload, via=via, request_id=request_id)
     return IngestRequest(document_id, file_id, job_id)
 
 

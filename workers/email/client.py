@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sqlalchemy import text
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from .templates import Templates
 
-Via = Literal["outbox", "send"]
+Via = outbox.Via
 
 INSERT = text(
     "INSERT INTO scheduled_emails (id, org_id, template_key, lang, recipient_email,"
@@ -128,8 +128,9 @@ def schedule_email(
     request_id: str | None = None,
 ) -> ScheduledEmail:
     """Validate, insert the `scheduled_emails` row and stage `email:send` in `session`'s
-    transaction (the caller commits). `via="send"` enqueues at once instead of through the
-    outbox (raises `BrokerUnavailable` when Redis is down: roll back then)."""
+    transaction (the caller commits). `via="send"` also publishes it from this process right
+    after the commit, without waiting for the relay; either way nothing is published before the
+    commit and a rollback drops it."""
     email_id = uuid.uuid4()
     payload = catalog.EMAIL_SEND.build(
         {
@@ -150,7 +151,8 @@ def schedule_email(
     session.execute(INSERT, _row(payload, status, send_at or now))
     if not due_now:
         return ScheduledEmail(email_id, None, status)
-    return ScheduledEmail(email_id, _stage(session, payload, via, request_id), status)
+    job_id = outbox.stage(session, catalog.EMAIL_SEND, payload, via=via, request_id=request_id)
+    return ScheduledEmail(email_id, job_id, status)
 
 
 def _row(payload: EmailSendV1, status: str, send_at: datetime) -> dict[str, Any]:
@@ -166,12 +168,6 @@ def _row(payload: EmailSendV1, status: str, send_at: datetime) -> dict[str, Any]
         "status": status,
         "send_at": send_at,
     }
-
-
-def _stage(session: Session, payload: EmailSendV1, via: Via, request_id: str | None) -> str:
-    if via == "send":
-        return catalog.EMAIL_SEND.send(payload, request_id=request_id).job_id
-    return outbox.enqueue(session, catalog.EMAIL_SEND, payload, request_id=request_id).job_id
 
 
 def feedback_router(runtime: Callable[[], Runtime] | None = None, **options: Any) -> APIRouter:

@@ -49,7 +49,17 @@ def download_name(row: store.ExportRow, extension: str) -> str:
 def build_export(payload: ExportBuildV1, job: JobContext, x: Exporter) -> dict[str, Any]:
     with x.pool.connection() as conn:
         row = store.get(conn, payload.entity_id, payload.org_id)
-    if row is None:
+        if row is None:  # sent by its catalog name, not through `request_export`
+            store.ensure(
+                conn,
+                export_id=payload.entity_id,
+                org_id=payload.org_id,
+                requested_by=payload.requested_by,
+                type=payload.type,
+                params=payload.params.model_dump(mode="json"),
+            )
+            row = store.get(conn, payload.entity_id, payload.org_id)
+    if row is None:  # that id is another org's export
         raise ExportNotFound(f"no export {payload.entity_id} for org {payload.org_id}")
     if row.status == "COMPLETED" and row.file_object_id is not None:
         return {

@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sqlalchemy import text
@@ -33,7 +33,7 @@ from shared.jobs import catalog
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-Via = Literal["outbox", "send"]
+Via = outbox.Via
 
 INSERT = text(
     "INSERT INTO exports (id, org_id, requested_by, type, params) "
@@ -82,8 +82,8 @@ def request_export(
     request_id: str | None = None,
 ) -> ExportRequest:
     """Validate, insert the `exports` row and stage `export:build` in `session`'s transaction
-    (the caller commits). `via="send"` enqueues at once (raises `BrokerUnavailable` when Redis
-    is down: roll back then)."""
+    (the caller commits). `via="send"` also publishes it from this process right after the commit, without waiting for
+    the relay; either way nothing is published before the commit and a rollback drops it."""
     export_id = uuid.uuid4()
     payload = catalog.EXPORT_BUILD.build(
         {
@@ -105,12 +105,7 @@ def request_export(
             "params": payload.params.model_dump_json(),
         },
     )
-    if via == "send":
-        job_id = catalog.EXPORT_BUILD.send(payload, request_id=request_id).job_id
-    else:
-        job_id = outbox.enqueue(
-            session, catalog.EXPORT_BUILD, payload, request_id=request_id
-        ).job_id
+    job_id = outbox.stage(session, catalog.EXPORT_BUILD, payload, via=via, request_id=request_id)
     return ExportRequest(export_id, job_id)
 
 

@@ -10,9 +10,10 @@ the system lottery):
 
 from __future__ import annotations
 
+from shared.jobs.statuses import RUN_STATUSES
+
 from .registry import Column, ExportType, Filter, register
 
-RUN_STATUSES = ("QUEUED", "RUNNING", "COMPLETED", "FAILED", "DEAD", "CANCELED")
 EMAIL_STATUSES = ("SCHEDULED", "QUEUED", "SENDING", "SENT", "FAILED", "UNCONFIRMED", "CANCELED")
 
 JOB_RUNS = register(

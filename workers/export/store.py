@@ -59,6 +59,25 @@ def insert(
     return UUID(str(row[0]))
 
 
+def ensure(
+    conn: psycopg.Connection[Any],
+    *,
+    export_id: UUID,
+    org_id: UUID,
+    requested_by: UUID,
+    type: str,
+    params: dict[str, Any],
+) -> None:
+    """The export's row, created from its job's payload when missing (an `export:build` sent by
+    its catalog name, from any language: docs/producers.md). Idempotent: an existing row is
+    left as it is (another org's row with that id stays invisible to this org's lookups)."""
+    conn.execute(
+        "INSERT INTO exports (id, org_id, requested_by, type, params) VALUES (%s, %s, %s, %s, %s) "
+        "ON CONFLICT (id) DO NOTHING",
+        (export_id, org_id, requested_by, type, Jsonb(params)),
+    )
+
+
 def get(conn: psycopg.Connection[Any], export_id: UUID, org_id: UUID) -> ExportRow | None:
     with conn.cursor(row_factory=class_row(ExportRow)) as cur:
         return cur.execute(

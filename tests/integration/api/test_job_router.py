@@ -180,6 +180,52 @@ def test_events_stream_status_and_progress_until_completed(fleet: Any, api: Test
     assert "RUNNING" in statuses and all(not e["terminal"] for e in events[:-1])
 
 
+def _sse(stream: Any) -> list[tuple[int, dict[str, Any]]]:
+    """(id, data) of every event of a stream, to its end."""
+    found, event_id = [], None
+    for line in stream.iter_lines():
+        if line.startswith("id: "):
+            event_id = int(line.removeprefix("id: "))
+        elif line.startswith("data: "):
+            found.append((event_id, json.loads(line.removeprefix("data: "))))
+    return found
+
+
+def test_event_ids_grow_across_connections_and_last_event_id_resumes_after_it(
+    fleet: Any, api: TestClient
+) -> None:
+    """Issue 30: ids used to restart at 1 on every connection and `Last-Event-ID` was ignored."""
+    org = uuid.uuid4()
+    sent = SLEEP.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": 1.0})
+    wait_run(sent.job_id, "RUNNING", org_id=org, timeout=15)
+
+    with api.stream("GET", f"/jobs/{sent.job_id}/events", headers=as_org(org)) as stream:
+        lines = stream.iter_lines()
+        first_id = None
+        for line in lines:  # the first event only, then the connection drops
+            if line.startswith("id: "):
+                first_id = int(line.removeprefix("id: "))
+                break
+    assert first_id is not None  # the run's version (job_runs.version), not a count per connection
+
+    resumed = api.stream(
+        "GET",
+        f"/jobs/{sent.job_id}/events",
+        headers=as_org(org, **{"Last-Event-ID": str(first_id)}),
+    )
+    with resumed as stream:
+        events = _sse(stream)
+    ids = [event_id for event_id, _ in events]
+    assert ids == sorted(ids) and all(i > first_id for i in ids)
+    assert events[-1][1]["status"] == "COMPLETED"
+
+    last = str(ids[-1])  # the terminal event was seen: the browser must stop reconnecting
+    done = api.get(f"/jobs/{sent.job_id}/events", headers=as_org(org, **{"Last-Event-ID": last}))
+    assert done.status_code == 204
+    bad = api.get(f"/jobs/{sent.job_id}/events", headers=as_org(org, **{"Last-Event-ID": "x"}))
+    assert bad.status_code == 400 and bad.json()["code"] == "BAD_LAST_EVENT_ID"
+
+
 def test_dead_jobs_are_listed_and_replayed_by_an_admin_with_an_audit(
     fleet: Any, api: TestClient
 ) -> None:

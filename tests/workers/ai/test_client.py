@@ -34,6 +34,7 @@ def test_an_ai_task_writes_its_row_and_stages_ai_run(jobfleet: JobCapture) -> No
         input="The invoice is overdue.",
         params={"labels": ["billing", "support"]},
     )
+    session.commit()  # staged in the transaction: sent once it commits
 
     (insert,) = session.inserts_into("ai_tasks")
     assert insert.params["id"] == task.task_id and insert.params["task"] == "classify"

@@ -35,6 +35,7 @@ def test_a_document_is_stored_then_its_rows_and_doc_ingest_staged(
     session = jobfleet.session()
 
     doc = ingest_document(session, storage, org_id=ORG, filename="facture été.pdf", data=PDF)
+    session.commit()  # staged in the transaction: sent once it commits
 
     (file_row,) = session.inserts_into("file_objects")
     (doc_row,) = session.inserts_into("documents")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import urllib.request
 import uuid
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shared.jobs import runs
+from shared.jobs.statuses import TERMINAL_STATUSES as TERMINAL
 from shared.outbox import relay_once
 from shared.storage.backends.s3 import S3Backend
 from tests.support.wait import wait_for
@@ -150,3 +152,60 @@ def test_an_unfiltered_job_runs_export_leaves_out_its_own_running_job(
     assert {f"{org}:email:send:0", f"{org}:email:send:1"} <= set(listed)
     assert run.result["rows"] == len(listed)
     assert earlier_job in listed, "another export's job is listed like any other"
+
+
+@pytest.mark.slow
+def test_an_export_requested_with_via_send_is_never_run_before_its_commit(
+    export_worker: ExportWorker, db: psycopg.Connection[Any]
+) -> None:
+    """Issue 30: 10 exports through `request_export(..., via="send")` then the caller's commit,
+    with the worker running: 6 of 10 used to die NOT_FOUND (the job ran before the row it needs
+    was committed). Now the job is published after the commit: 10 of 10 complete."""
+    from workers.export.client import request_export as request_in_session
+
+    org, by = uuid.uuid4(), uuid.uuid4()
+    seed_ledger(db, org, 20)
+    requests = []
+    for _ in range(10):
+        with export_worker.runtime.sessions() as session, session.begin():
+            requests.append(
+                request_in_session(
+                    session, org_id=org, requested_by=by, type="ACCOUNTING", via="send"
+                )
+            )
+            session.flush()
+            time.sleep(0.05)  # the caller's own work, after the request and before its commit
+    for request in requests:
+        run = wait_for(
+            lambda r=request: (x := runs.find(r.job_id, org_id=org)) and x.status in TERMINAL and x,
+            timeout=30,
+        )
+        assert (run.status, run.error_code) == ("COMPLETED", None), run.error
+        assert status(db, request.export_id) == "COMPLETED"
+
+
+@pytest.mark.slow
+def test_export_build_sent_by_its_catalog_name_creates_its_row_and_completes(
+    export_worker: ExportWorker, db: psycopg.Connection[Any]
+) -> None:
+    """Any language may send `export:build` by name: the worker creates the `exports` row from
+    the payload (it used to end DEAD NOT_FOUND)."""
+    from shared.jobs import catalog
+
+    org, export_id = uuid.uuid4(), uuid.uuid4()
+    seed_ledger(db, org, 5)
+    sent = catalog.EXPORT_BUILD.send(
+        {
+            "org_id": str(org),
+            "entity_id": str(export_id),
+            "requested_by": str(uuid.uuid4()),
+            "type": "ACCOUNTING",
+            "params": {"format": "CSV"},
+        }
+    )
+    run = wait_for(
+        lambda: (x := runs.find(sent.job_id, org_id=org)) and x.status in TERMINAL and x,
+        timeout=30,
+    )
+    assert (run.status, run.error_code) == ("COMPLETED", None), run.error
+    assert status(db, export_id) == "COMPLETED" and run.result["rows"] == 5

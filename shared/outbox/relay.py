@@ -1,12 +1,12 @@
-"""Transactional outbox: a job written in the caller's transaction, published after commit.
+"""The outbox relay: publish staged jobs through the normal producer path.
 
-`enqueue(session, job, payload)` adds an `outbox_events` row (and a NOTIFY) to the caller's
-SQLAlchemy transaction: no commit, no job. The relay claims due rows with
-`FOR UPDATE SKIP LOCKED`, sends each through the normal producer path (whose job-id dedup makes
-a re-publish after a relay crash answer `duplicate`, so a commit gives exactly one job id) and
-marks it PUBLISHED in the same transaction that holds the row lock, so two relays never publish
-one event. Broker down: the row stays PENDING and is retried on `outbox_backoff_s`; after the
-last step it is FAILED with the reason.
+The relay claims due events with `FOR UPDATE SKIP LOCKED`, sends each through the producer path
+(whose job-id dedup makes a re-publish after a relay crash answer `duplicate`, so a commit gives
+exactly one job id) and marks it PUBLISHED in the same transaction that holds the row lock, so
+two relays never publish one event. That transaction also records the message id on the STAGED
+run: an operator's cancel that comes next skips that very message. Broker down: the event stays
+PENDING and is retried on `outbox_backoff_s`; after the last step, or for a payload the contract
+refuses, it is FAILED with the reason, and its STAGED run DEAD with the same reason.
 """
 
 from __future__ import annotations
@@ -14,64 +14,23 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import uuid
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 import psycopg
 import structlog
-from sqlalchemy import text
-from sqlalchemy.orm import Session
 
-from .contracts.base import Payload
-from .db.connect import pooled
-from .db.models import OutboxEvent
-from .errors import FleetError
-from .jobs import catalog
-from .jobs.context import request_id_var
-from .jobs.handler import BoundJob
-from .jobs.spec import JobSpec
-from .observability.metrics import OUTBOX_PUBLISHED
-from .runtime import Runtime, installed_runtime
+from ..db.connect import pooled
+from ..errors import FleetError
+from ..jobs import catalog
+from ..observability.metrics import OUTBOX_PUBLISHED
+from ..runtime import Runtime
+from .stage import CHANNEL
 
 log = structlog.get_logger("jobfleet.outbox")
-
-CHANNEL = "jobfleet_outbox"
-
-
-def enqueue(
-    session: Session,
-    job: JobSpec[Any] | BoundJob[Any],
-    payload: Payload | Mapping[str, Any],
-    *,
-    event_type: str | None = None,
-    request_id: str | None = None,
-) -> OutboxEvent:
-    """Validate now (a `PayloadError` raises in the caller's request) and stage the event."""
-    spec = job.spec if isinstance(job, BoundJob) else job
-    model = spec.build(payload)
-    event = OutboxEvent(
-        id=uuid.uuid4(),
-        org_id=model.org_id,
-        type=event_type or spec.name,
-        job_name=spec.name,
-        job_id=spec.job_id(model),
-        payload=model.wire(),
-        request_id=request_id or request_id_var.get(),
-        status="PENDING",
-        attempts=0,
-    )
-    runtime = installed_runtime()
-    if runtime is not None and runtime.captures_sends:  # the test kit records it instead
-        runtime.sender.record(  # type: ignore[attr-defined]
-            spec, model, request_id=event.request_id, delay_ms=None, via="outbox"
-        )
-        return event
-    session.add(event)
-    session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
-    return event
 
 
 @dataclass(frozen=True)
@@ -86,13 +45,31 @@ class RelayStats:
         return self.published + self.duplicates + self.retried + self.failed
 
 
-CLAIM = """
-SELECT id, job_name, payload, request_id, attempts
+COLUMNS = "id, job_id, job_name, payload, request_id, attempts, deliver_at"
+CLAIM = f"""
+SELECT {COLUMNS}
   FROM outbox_events
  WHERE status = 'PENDING' AND next_attempt_at <= %s
  ORDER BY next_attempt_at, created_at
  LIMIT %s
    FOR UPDATE SKIP LOCKED
+"""
+#: The events a producer staged with `at_commit=True`, right after its commit (due or not: the
+#: producer's clock is not the database's).
+CLAIM_THESE = f"""
+SELECT {COLUMNS}
+  FROM outbox_events
+ WHERE id = ANY(%s) AND status = 'PENDING'
+ ORDER BY created_at
+   FOR UPDATE SKIP LOCKED
+"""
+#: Published: the run's message id, in the transaction that marks the event PUBLISHED (the
+#: QUEUED row follows from the producer path's writer).
+MESSAGE_OF_STAGED = "UPDATE job_runs SET message_id = %s WHERE job_id = %s AND status = 'STAGED'"
+#: Never published (a refused payload, the broker down past the last retry): the run says why.
+NEVER_PUBLISHED = """
+UPDATE job_runs SET status = 'DEAD', error_code = %s, error = %s, finished_at = now()
+ WHERE job_id = %s AND status = 'STAGED'
 """
 
 
@@ -100,24 +77,40 @@ def relay_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
 
 
-def relay_once(runtime: Runtime, *, now: datetime, relay: str | None = None) -> RelayStats:
-    """Publish every due event once (at most `outbox_batch`); the clock is a parameter."""
+def relay_once(
+    runtime: Runtime,
+    *,
+    now: datetime,
+    relay: str | None = None,
+    event_ids: Sequence[UUID] | None = None,
+) -> RelayStats:
+    """Publish every due event once (at most `outbox_batch`), or only `event_ids`; the clock
+    is a parameter."""
     settings = runtime.settings
     schedule = settings.outbox_backoff_s
     relay = relay or relay_id()
     published = duplicates = retried = failed = 0
     with runtime.pool.connection() as conn:
         conn.execute("SET LOCAL synchronous_commit TO on")
-        rows = conn.execute(CLAIM, (now, settings.outbox_batch)).fetchall()
-        for event_id, job_name, payload, request_id, attempts in rows:
+        if event_ids is None:
+            rows = conn.execute(CLAIM, (now, settings.outbox_batch)).fetchall()
+        else:
+            rows = conn.execute(CLAIM_THESE, (list(event_ids),)).fetchall()
+        for event_id, job_id, job_name, payload, request_id, attempts, due in rows:
             conn.execute(
                 "UPDATE outbox_events SET locked_by = %s, locked_at = %s WHERE id = %s",
                 (relay, now, event_id),
             )
+            delay_ms = None if due is None else int((due - now).total_seconds() * 1000)
             try:
                 # Through this relay's runtime (its broker), not the process-global one.
                 spec = catalog.get(job_name)
-                result = runtime.sender.send(spec, payload, request_id=request_id)
+                result = runtime.sender.send(
+                    spec,
+                    payload,
+                    request_id=request_id,
+                    delay_ms=delay_ms if delay_ms is not None and delay_ms > 0 else None,
+                )
             except FleetError as exc:
                 attempts += 1
                 if (
@@ -129,6 +122,7 @@ def relay_once(runtime: Runtime, *, now: datetime, relay: str | None = None) -> 
                         "UPDATE outbox_events SET status = 'FAILED', attempts = %s, error = %s WHERE id = %s",
                         (attempts, f"{exc.code}: {exc}", event_id),
                     )
+                    conn.execute(NEVER_PUBLISHED, (exc.code, f"not published: {exc}", job_id))
                     failed += 1
                     OUTBOX_PUBLISHED.labels("failed").inc()
                     log.error(
@@ -157,6 +151,8 @@ def relay_once(runtime: Runtime, *, now: datetime, relay: str | None = None) -> 
             if result.duplicate:
                 duplicates += 1
             else:
+                if result.message_id is not None:
+                    conn.execute(MESSAGE_OF_STAGED, (result.message_id, job_id))
                 published += 1
             OUTBOX_PUBLISHED.labels("duplicate" if result.duplicate else "published").inc()
     return RelayStats(published, duplicates, retried, failed)
