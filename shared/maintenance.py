@@ -1,12 +1,13 @@
 """Periodic upkeep of the run store, hosted by the scheduler (each step takes `now`).
 
 - `purge_finished`: COMPLETED and CANCELED runs past retention are deleted (DEAD runs stay
-  until an operator purges the DLQ).
+  until an operator purges the DLQ), and so are the PUBLISHED and CANCELED outbox events
+  (FAILED ones stay to be seen: `fleet outbox list --status FAILED`).
 - `dlq_report`: DEAD runs per queue; over the threshold → an error log and a gauge.
 - `redeliver_stuck`: RUNNING runs whose lease ran out (their worker is dead or frozen) and
   whose message Redis lost are enqueued again (flagged `STUCK`).
-- `recover_lost`: QUEUED or FAILED runs whose job-id key is missing from Redis lost their
-  message with it (a Redis restart without persistence): they are enqueued again. The key and
+- `recover_lost`: QUEUED or FAILED runs (and STAGED ones already published: the relay recorded
+  their message id) whose job-id key is missing from Redis lost their message with it (a Redis restart without persistence): they are enqueued again. The key and
   the message live in the same Redis, so a present key means the message is there too.
 - `recover`: both, every few seconds, as soon as a sentinel key shows that Redis lost its data.
 Every enqueue goes through the job-id gate (claims the key): one message per run.
@@ -47,8 +48,15 @@ def purge_finished(runtime: Runtime, *, now: datetime, batch: int = 5_000) -> in
             "WHERE status IN ('COMPLETED', 'CANCELED') AND finished_at < %s LIMIT %s)",
             (cutoff, batch),
         ).rowcount
-    if deleted:
-        log.info("maintenance.purged", runs=deleted, before=cutoff.isoformat())
+        events = conn.execute(
+            "DELETE FROM outbox_events WHERE id IN (SELECT id FROM outbox_events "
+            "WHERE status IN ('PUBLISHED', 'CANCELED') AND created_at < %s LIMIT %s)",
+            (cutoff, batch),
+        ).rowcount
+    if deleted or events:
+        log.info(
+            "maintenance.purged", runs=deleted, outbox_events=events, before=cutoff.isoformat()
+        )
     return deleted
 
 
@@ -161,7 +169,8 @@ def recover_lost(
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
             "SELECT job_id, org_id, job_name, queue, entity_type, entity_id, payload, request_id, attempt "
-            "FROM job_runs WHERE status IN ('QUEUED', 'FAILED') AND job_id NOT LIKE 'raw:%%' "
+            "FROM job_runs WHERE (status IN ('QUEUED', 'FAILED') "
+            "OR (status = 'STAGED' AND message_id IS NOT NULL)) AND job_id NOT LIKE 'raw:%%' "
             "AND COALESCE(next_retry_at, queued_at) < %s ORDER BY queued_at LIMIT %s",
             (horizon, limit),
         ).fetchall()
@@ -178,7 +187,7 @@ def recover_lost(
             log.warning(
                 "maintenance.lost_message_recovered",
                 job_id=row["job_id"],
-                status_was="QUEUED/FAILED",
+                status_was="QUEUED/FAILED/STAGED",
             )
     return recovered
 

@@ -20,12 +20,13 @@ from typing import Annotated, Any
 
 import typer
 
+from shared.jobs.statuses import TERMINAL_STATUSES
 from shared.runtime import Runtime
 
 from .scenario import Scenario
 
-STATUSES = ("QUEUED", "RUNNING", "FAILED", "COMPLETED", "DEAD", "CANCELED")
-SETTLED = frozenset({"COMPLETED", "DEAD", "CANCELED"})
+STATUSES = ("STAGED", "QUEUED", "RUNNING", "FAILED", "COMPLETED", "DEAD", "CANCELED")
+SETTLED = TERMINAL_STATUSES
 
 
 def scenarios(org: uuid.UUID, *, small: bool) -> list[Scenario]:

@@ -137,7 +137,8 @@ def cancel(
     all_orgs: AllOrgsOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Cancel a run: QUEUED or waiting-to-retry runs at once, RUNNING ones at their next progress."""
+    """Cancel a run: STAGED (not yet published), QUEUED or waiting-to-retry runs at once, RUNNING
+    ones at their next progress."""
     from shared.jobs import runs
 
     status = runs.cancel(job_id, org_id=org_scope(org, all_orgs))

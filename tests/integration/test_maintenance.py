@@ -118,3 +118,60 @@ def test_a_run_stuck_past_its_time_limit_is_flagged_and_redelivered(runtime, fle
     assert maintenance.recover_lost(runtime, now=now) == []
     fleet.worker.resume()
     wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED")
+
+
+def test_purge_deletes_published_and_canceled_outbox_events_past_retention(runtime, db) -> None:
+    """The outbox kept every event for ever (one row per staged job)."""
+    from shared import outbox
+    from shared.jobs import catalog
+
+    now = datetime.now(UTC)
+    long_ago = now - timedelta(days=runtime.settings.run_retention_days + 1)
+    with runtime.sessions() as session, session.begin():
+        for _ in range(4):
+            outbox.enqueue(
+                session,
+                catalog.EMAIL_SEND,
+                {
+                    "org_id": str(uuid.uuid4()),
+                    "entity_id": str(uuid.uuid4()),
+                    "template_key": "welcome",
+                    "recipient_email": "ada@example.com",
+                },
+            )
+    ids = [row[0] for row in db.execute("SELECT id FROM outbox_events ORDER BY id")]
+    for event_id, status, created in zip(
+        ids,
+        ("PUBLISHED", "CANCELED", "FAILED", "PUBLISHED"),
+        (long_ago, long_ago, long_ago, now),
+        strict=True,
+    ):
+        db.execute(
+            "UPDATE outbox_events SET status = %s, created_at = %s WHERE id = %s",
+            (status, created, event_id),
+        )
+
+    maintenance.purge_finished(runtime, now=now)
+
+    left = db.execute("SELECT status, created_at = %s FROM outbox_events", (now,)).fetchall()
+    assert sorted(left) == [("FAILED", False), ("PUBLISHED", True)]  # FAILED stays to be seen
+
+
+def test_a_published_run_still_staged_whose_message_redis_lost_is_enqueued_again(
+    runtime, fleet, db
+) -> None:
+    """Published (the relay recorded its message id) but its QUEUED row not yet written when
+    Redis lost the message: the run stayed STAGED for good."""
+    org = uuid.uuid4()
+    sent = ECHO.send(_echo(org, "lost while staged"))
+    wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED")
+    long_ago = datetime.now(UTC) - timedelta(hours=1)
+    db.execute(
+        "UPDATE job_runs SET status = 'STAGED', result = NULL, finished_at = NULL, queued_at = %s "
+        "WHERE job_id = %s",
+        (long_ago, sent.job_id),
+    )
+    runtime.broker.client.delete(dedup_key(runtime.settings.broker_namespace, sent.job_id))
+
+    assert maintenance.recover_lost(runtime, now=datetime.now(UTC)) == [sent.job_id]
+    wait_for(lambda: (r := runs.find(sent.job_id, org_id=org)) and r.status == "COMPLETED")
