@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..contracts import ai, chain, doc, email, export
 from .ids import chain_job_id
+from .requires import Requires
 from .spec import JobSpec
 
 EMAIL_SEND = JobSpec(email.EMAIL_SEND, queue="email", entity_type="scheduled_email")
@@ -19,10 +20,16 @@ AI_RUN = JobSpec(ai.AI_RUN, queue="ai", entity_type="ai_task")
 EXPORT_BUILD = JobSpec(
     export.EXPORT_BUILD, queue="export", entity_type="export", time_limit_ms=3_600_000
 )
-DOC_INGEST = JobSpec(doc.DOC_INGEST, queue="doc", entity_type="document")
-DOC_OCR = JobSpec(doc.DOC_OCR, queue="doc", entity_type="document")
-DOC_EXTRACT_STRUCTURED = JobSpec(doc.DOC_EXTRACT_STRUCTURED, queue="doc", entity_type="document")
-DOC_INDEX_SEARCH = JobSpec(doc.DOC_INDEX_SEARCH, queue="doc", entity_type="document")
+#: A document's jobs need its stored bytes: only the upload creates its row.
+_DOCUMENT = Requires("documents", made_by="the doc client's ingest_document")
+DOC_INGEST = JobSpec(doc.DOC_INGEST, queue="doc", entity_type="document", requires=_DOCUMENT)
+DOC_OCR = JobSpec(doc.DOC_OCR, queue="doc", entity_type="document", requires=_DOCUMENT)
+DOC_EXTRACT_STRUCTURED = JobSpec(
+    doc.DOC_EXTRACT_STRUCTURED, queue="doc", entity_type="document", requires=_DOCUMENT
+)
+DOC_INDEX_SEARCH = JobSpec(
+    doc.DOC_INDEX_SEARCH, queue="doc", entity_type="document", requires=_DOCUMENT
+)
 CHAIN_MINT_BADGE = JobSpec(
     chain.CHAIN_MINT_BADGE,
     queue="chain-actions",

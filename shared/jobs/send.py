@@ -66,6 +66,8 @@ class Sender:
         model, wire = spec.contract.build_wire(payload)
         job_id = spec.job_id(model, wire)
         self._check_tracking(job_id)
+        if spec.requires is not None:
+            self._check_requires(spec, model)
         entity_id = spec.entity_id(model) or None
         request_id = request_id or request_id_var.get()
         message = build_message(
@@ -99,6 +101,20 @@ class Sender:
             }
         )
         return SendResult(job_id, message.message_id, duplicate=False, status="QUEUED")
+
+    def _check_requires(self, spec: JobSpec[Any], model: Payload) -> None:
+        """`PayloadError` when the row the job's worker needs is not there (`requires.py`)."""
+        requires = spec.requires
+        assert requires is not None
+        try:
+            with self.pool.connection() as conn:
+                found = conn.execute(requires.sql(), requires.params(model)).fetchone()
+        except psycopg.Error as exc:
+            raise TrackingUnavailable(
+                f"cannot check {spec.name}'s {requires.table}: {exc}"
+            ) from exc
+        if found is None:
+            raise requires.missing(spec.name, model)
 
     def check_broker(self, what: str) -> None:
         """`BrokerUnavailable` unless Redis answers a PING (a staging `at_commit` asks before

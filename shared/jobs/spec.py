@@ -11,6 +11,7 @@ from ..config import RetryPolicy
 from ..contracts.base import Contract, Payload
 from ..runtime import get_runtime
 from .ids import stable_job_id
+from .requires import Requires
 
 if TYPE_CHECKING:
     from .send import SendResult
@@ -33,6 +34,8 @@ class JobSpec(Generic[P]):
     time_limit_ms: int | None = None
     #: Overrides the queue's retry policy from settings.
     retry: RetryPolicy | None = None
+    #: A row the worker needs and cannot create from the payload: checked at send.
+    requires: Requires | None = None
 
     @property
     def name(self) -> str:

@@ -120,6 +120,13 @@ def enqueue(
             via="send" if at_commit else "outbox",
         )
         return event
+    if spec.requires is not None:  # in the caller's transaction: its own new row counts
+        found = session.execute(
+            text(spec.requires.sql(named=True)),
+            spec.requires.params(model),
+        ).first()
+        if found is None:
+            raise spec.requires.missing(spec.name, model)
     if at_commit:
         runtime = runtime or get_runtime()
         runtime.sender.check_broker(event.job_id)

@@ -183,3 +183,22 @@ def test_a_session_without_sqlalchemy_events_is_not_needed_for_the_outbox(runtim
         outbox.enqueue(session, ECHO, echo(uuid.uuid4(), "plain"))
         session.commit()
     assert outbox.relay_once(runtime, now=datetime.now(UTC)).published == 1
+
+
+def test_a_document_job_without_its_document_is_refused_at_send_naming_the_field(
+    runtime: Runtime, db: psycopg.Connection[Any]
+) -> None:
+    """doc:* jobs need the stored bytes only the upload writes: sent by name without them, they
+    used to dead-letter NOT_FOUND later; now the send (direct or staged) says why at once."""
+    from shared.errors import PayloadError
+
+    org, document = uuid.uuid4(), uuid.uuid4()
+    payload = {"org_id": str(org), "entity_id": str(document), "file_object_id": str(uuid.uuid4())}
+    with pytest.raises(PayloadError) as direct:
+        catalog.DOC_INGEST.send(payload)
+    assert direct.value.errors[0]["loc"] == ("entity_id",)
+    assert "no documents row" in direct.value.errors[0]["msg"]
+    with pytest.raises(PayloadError), runtime.sessions() as session, session.begin():
+        outbox.enqueue(session, catalog.DOC_INGEST, payload)
+    assert db.execute("SELECT count(*) FROM job_runs").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM outbox_events").fetchone() == (0,)

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from shared.errors import PayloadError
 from shared.jobs import runs
 from tests.support.wait import wait_for, wait_run
 from workers.doc.status import ingest_job_id
@@ -69,7 +70,9 @@ def test_ingest_of_another_orgs_file_is_refused(
 ) -> None:
     up = doc_worker.upload(text_pdf(["hello"]), org=org)
     intruder = uuid.uuid4()
-    doc_worker.ingest(up, intruder)
+    with pytest.raises(PayloadError, match="no documents row"):  # a Python send: refused at once
+        doc_worker.ingest(up, intruder)
+    doc_worker.ingest(up, intruder, unchecked=True)  # a foreign producer's: the worker refuses
 
     def dead() -> Any:
         run = runs.find(ingest_job_id(intruder, up.document_id, up.file_object_id), org_id=intruder)
