@@ -79,7 +79,7 @@ def child_copy(settings: Settings) -> dict[str, Any]:
 
 
 def child_export(settings: Settings, fmt: str, root: str) -> dict[str, Any]:
-    from shared.contracts.export import ExportBuildV1, ExportParams
+    from shared.contracts.export import ExportBuildV2, ExportParams
     from shared.jobs.context import JobContext
     from shared.runtime import Runtime
     from shared.storage.backends.local import LocalBackend
@@ -99,7 +99,7 @@ def child_export(settings: Settings, fmt: str, root: str) -> dict[str, Any]:
             type="ACCOUNTING",
             params=params.model_dump(mode="json"),
         )
-    payload = ExportBuildV1(
+    payload = ExportBuildV2(
         org_id=ORG, entity_id=export_id, requested_by=by, type="ACCOUNTING", params=params
     )
     reports: list[int] = []

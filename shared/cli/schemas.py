@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shared.contracts.base import json_schema
 from shared.jobs.spec import JobSpec
 
 from .schema_compat import incompatibilities
@@ -28,7 +29,7 @@ def schema_filename(job_name: str, version: int) -> str:
 
 def job_schema(spec: JobSpec[Any], version: int) -> dict[str, Any]:
     model = spec.contract.by_version[version]
-    schema = model.model_json_schema(mode="validation")
+    schema = json_schema(model)
     return {"$schema": DIALECT, "$id": schema_filename(spec.name, version), **schema}
 
 
@@ -41,6 +42,8 @@ def index(specs: Iterable[JobSpec[Any]]) -> dict[str, Any]:
             "versions": versions,
             "latest": versions[-1],
             "files": {str(v): schema_filename(spec.name, v) for v in versions},
+            "entity_type": spec.entity_type,
+            "job_id": spec.id_rule(),
         }
     return entries
 

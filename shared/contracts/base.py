@@ -16,7 +16,8 @@ from uuid import UUID
 
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, GetJsonSchemaHandler, ValidationError
-from pydantic.json_schema import JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, NoDefault
+from pydantic_core import core_schema as cs
 
 from ..errors import InvalidPayload, PayloadError
 
@@ -252,7 +253,24 @@ class Contract(Generic[P]):
         return model  # type: ignore[return-value]
 
     def json_schemas(self) -> dict[int, dict[str, Any]]:
-        return {n: m.model_json_schema(mode="validation") for n, m in self.by_version.items()}
+        return {n: json_schema(m) for n, m in self.by_version.items()}
+
+
+class _FilledDefaults(GenerateJsonSchema):
+    """A field's `default_factory` is written as its `default` too (pydantic leaves it out):
+    a producer in another language fills every default that validation fills here, and the job
+    id hashes the filled form (docs/wire-protocol.md §1)."""
+
+    def get_default_value(self, schema: cs.WithDefaultSchema) -> Any:
+        factory = schema.get("default_factory")
+        if factory is not None and not schema.get("default_factory_takes_data"):
+            return factory()  # type: ignore[call-arg]
+        return schema.get("default", NoDefault)
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a payload version, every default declared (`fleet contracts export`)."""
+    return model.model_json_schema(mode="validation", schema_generator=_FilledDefaults)
 
 
 class _UnknownVersion(Exception):

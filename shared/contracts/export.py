@@ -10,12 +10,19 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
+    JsonValue,
+    field_validator,
     model_validator,
 )
 
 from .base import Contract, Payload
+
+#: The export types the export worker ships (its registry registers them, and any other type
+#: registered in a process, in `EXPORT_TYPES`); the JSON Schema lists these.
+SHIPPED_TYPES = frozenset(
+    {"ACCOUNTING", "EMAILS", "JOB_RUNS", "LOTTERY_TICKETS", "LOTTERY_WINNERS"}
+)
+EXPORT_TYPES: set[str] = set(SHIPPED_TYPES)
 
 
 class DateRange(BaseModel):
@@ -43,15 +50,6 @@ class ExportParams(BaseModel):
         "on Windows reads it as UTF-8",
     )
 
-    @model_serializer(mode="wrap")
-    def _without_default_bom(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # `bom` came after v1 shipped: leaving it out while false keeps the wire form, and so
-        # the job id of every export requested without it, what it was (tests/vectors).
-        data: dict[str, Any] = handler(self)
-        if not self.bom:
-            data.pop("bom", None)
-        return data
-
     @model_validator(mode="after")
     def _bom_for_csv(self) -> ExportParams:
         if self.bom and self.format not in ("CSV", "ZIP"):
@@ -60,7 +58,8 @@ class ExportParams(BaseModel):
 
 
 class ExportBuildV1(Payload):
-    """Build one export (an `exports` row) into object storage."""
+    """Build one export (an `exports` row) into object storage. Superseded by v2 (which checks
+    the export type at send); still accepted, upgraded on arrival."""
 
     v: Literal[1] = 1
     entity_id: UUID = Field(description="exports.id")
@@ -71,4 +70,38 @@ class ExportBuildV1(Payload):
     stable_fields: ClassVar[tuple[str, ...] | None] = ("entity_id", "type", "params")
 
 
-EXPORT_BUILD = Contract[ExportBuildV1]("export:build", (ExportBuildV1,))
+class ExportBuildV2(Payload):
+    """Build one export (an `exports` row) into object storage; the worker creates the row from
+    this payload when a producer sent the job by name (docs/producers.md)."""
+
+    v: Literal[2] = 2
+    entity_id: UUID = Field(description="exports.id")
+    requested_by: UUID
+    type: str = Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Z][A-Z0-9_]*$",
+        description="An export type the export worker knows (`fleet export types`)",
+        json_schema_extra={"enum": list[JsonValue](sorted(SHIPPED_TYPES))},
+    )
+    params: ExportParams = Field(default_factory=ExportParams)
+
+    stable_fields: ClassVar[tuple[str, ...] | None] = ("entity_id", "type", "params")
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        # Checked at send (issue 30: `type: "NOPE"` used to be accepted and die in the worker).
+        if value not in EXPORT_TYPES:
+            known = ", ".join(sorted(EXPORT_TYPES))
+            raise ValueError(f"unknown export type {value!r}; known: {known}")
+        return value
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "v": 2}  # the same fields: v2 only checks the type
+
+
+EXPORT_BUILD = Contract[ExportBuildV2](
+    "export:build", (ExportBuildV1, ExportBuildV2), {1: _v1_to_v2}
+)

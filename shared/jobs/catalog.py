@@ -8,7 +8,7 @@ and they join `ALL`, `BY_NAME` and `QUEUES` when this module is first imported.
 from __future__ import annotations
 
 from ..contracts import ai, chain, doc, email, export
-from .ids import chain_job_id
+from .ids import ChainJobId
 from .requires import Requires
 from .spec import JobSpec
 
@@ -34,19 +34,19 @@ CHAIN_MINT_BADGE = JobSpec(
     chain.CHAIN_MINT_BADGE,
     queue="chain-actions",
     entity_type="lottery_round",
-    custom_id=lambda p: chain_job_id("MINT_BADGE", p.chain_id, p.contract, p.round_id, p.player),
+    custom_id=ChainJobId("MINT_BADGE", "player"),
 )
 CHAIN_CLAIM_PRIZE = JobSpec(
     chain.CHAIN_CLAIM_PRIZE,
     queue="chain-actions",
     entity_type="lottery_round",
-    custom_id=lambda p: chain_job_id("CLAIM_PRIZE", p.chain_id, p.contract, p.round_id, p.winner),
+    custom_id=ChainJobId("CLAIM_PRIZE", "winner"),
 )
 CHAIN_CLAIM_REFUND = JobSpec(
     chain.CHAIN_CLAIM_REFUND,
     queue="chain-actions",
     entity_type="lottery_round",
-    custom_id=lambda p: chain_job_id("CLAIM_REFUND", p.chain_id, p.contract, p.round_id, p.payer),
+    custom_id=ChainJobId("CLAIM_REFUND", "payer"),
 )
 
 

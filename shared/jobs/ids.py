@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -24,6 +25,24 @@ def canonical_json(value: Any) -> bytes:
 def stable_job_id(org_id: UUID | str, job_name: str, entity_id: object, stable_part: Any) -> str:
     digest = hashlib.sha256(canonical_json(stable_part)).hexdigest()[:16]
     return f"{org_id}:{job_name}:{entity_id}:{digest}"
+
+
+@dataclass(frozen=True)
+class ChainJobId:
+    """A chain action's id rule (a JobSpec's `custom_id`): its type and the payload's address
+    field. `fleet contracts export` writes both in index.json for producers in other languages."""
+
+    action_type: str
+    address_field: str
+
+    def __call__(self, payload: Any) -> str:
+        return chain_job_id(
+            self.action_type,
+            payload.chain_id,
+            payload.contract,
+            payload.round_id,
+            getattr(payload, self.address_field),
+        )
 
 
 def chain_job_id(

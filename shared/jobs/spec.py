@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ..config import RetryPolicy
 from ..contracts.base import Contract, Payload
 from ..runtime import get_runtime
-from .ids import stable_job_id
+from .ids import ChainJobId, stable_job_id
 from .requires import Requires
 
 if TYPE_CHECKING:
@@ -40,6 +40,26 @@ class JobSpec(Generic[P]):
     @property
     def name(self) -> str:
         return self.contract.job_name
+
+    def id_rule(self) -> dict[str, Any]:
+        """How this job's id is derived, for producers in other languages (index.json;
+        docs/wire-protocol.md §1): a hash of `hashed` fields (None: every field but `v`) with
+        `entity` in the id, or a chain action's form."""
+        if isinstance(self.custom_id, ChainJobId):
+            return {
+                "form": "chain",
+                "action_type": self.custom_id.action_type,
+                "address": self.custom_id.address_field,
+            }
+        if self.custom_id is not None:
+            return {"form": "custom"}
+        latest = self.contract.latest
+        fields = latest.model_fields
+        return {
+            "form": "hash",
+            "entity": "entity_id" if "entity_id" in fields else "slot",
+            "hashed": list(latest.stable_fields) if latest.stable_fields else None,
+        }
 
     def build(self, payload: P | Mapping[str, Any]) -> P:
         return self.contract.build(payload)

@@ -141,6 +141,12 @@ def test_contracts_export_writes_one_schema_per_job_version_and_an_index(tmp_pat
         "versions": [1],
         "latest": 1,
         "files": None,
+        "entity_type": "scheduled_email",
+        "job_id": {
+            "form": "hash",
+            "entity": "entity_id",
+            "hashed": ["entity_id", "template_key", "recipient_email"],
+        },
     }
     assert written["email.send.v1.schema.json"]["$schema"].endswith("2020-12/schema")
     listed = as_json("contracts", "list")

@@ -73,3 +73,14 @@ def test_nan_and_infinity_are_refused() -> None:
         canonical_json({"x": float("nan")})
     with pytest.raises(ValueError):
         canonical_json({"x": float("inf")})
+
+
+def test_every_job_of_the_catalog_has_a_payload_vector_and_the_file_is_generated() -> None:
+    """Issue 30: a Node producer matched 5 of 7 vectors and no vector covered most jobs."""
+    from tests.vectors import generate
+
+    covered = {case["job_name"] for case in VECTORS["payloads"]}
+    assert covered == set(catalog.BY_NAME), sorted(set(catalog.BY_NAME) - covered)
+    exports = [c for c in VECTORS["payloads"] if c["job_name"] == "export:build"]
+    assert {c["stable_part"]["params"]["bom"] for c in exports} == {True, False}
+    assert generate.main(["--check"]) == 0, "run `.venv/bin/python -m tests.vectors.generate`"

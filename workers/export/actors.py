@@ -6,7 +6,7 @@ from typing import Any
 
 import dramatiq
 
-from shared.contracts.export import ExportBuildV1
+from shared.contracts.export import ExportBuildV2
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.jobs.handler import BoundJob, handler
@@ -16,7 +16,7 @@ from .build import build_export
 from .wiring import get_exporter
 
 
-def handle_build(payload: ExportBuildV1, job: JobContext) -> dict[str, Any]:
+def handle_build(payload: ExportBuildV2, job: JobContext) -> dict[str, Any]:
     return build_export(payload, job, get_exporter())
 
 

@@ -17,7 +17,7 @@ from typing import IO, Any, cast
 
 import structlog
 
-from shared.contracts.export import ExportBuildV1, ExportParams
+from shared.contracts.export import ExportBuildV2, ExportParams
 from shared.db.models import FileObject
 from shared.errors import JobCanceled, PermanentError
 from shared.jobs.context import JobContext
@@ -46,7 +46,7 @@ def download_name(row: store.ExportRow, extension: str) -> str:
     return f"{row.type.lower()}-{row.created_at:%Y%m%d}-{str(row.id)[:8]}.{extension}"
 
 
-def build_export(payload: ExportBuildV1, job: JobContext, x: Exporter) -> dict[str, Any]:
+def build_export(payload: ExportBuildV2, job: JobContext, x: Exporter) -> dict[str, Any]:
     with x.pool.connection() as conn:
         row = store.get(conn, payload.entity_id, payload.org_id)
         if row is None:  # sent by its catalog name, not through `request_export`

@@ -26,7 +26,7 @@ from uuid import UUID
 from sqlalchemy import text
 
 from shared import outbox
-from shared.contracts.export import ExportBuildV1, ExportParams
+from shared.contracts.export import ExportBuildV2, ExportParams
 from shared.errors import PayloadError
 from shared.jobs import catalog
 
@@ -54,7 +54,7 @@ def export_types() -> dict[str, dict[str, Any]]:
     return {name: registry.describe(registry.get(name)) for name in registry.names()}
 
 
-def check_request(payload: ExportBuildV1) -> None:
+def check_request(payload: ExportBuildV2) -> None:
     """`PayloadError` for an unknown type or a filter/date range the type does not take."""
     from . import query, registry
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from shared.contracts.export import EXPORT_TYPES
 from shared.errors import PermanentError
 
 Kind = Literal["text", "int", "decimal", "date", "datetime", "bool", "json"]
@@ -66,6 +67,7 @@ def register(export_type: ExportType) -> ExportType:
     if export_type.name in _TYPES:
         raise ValueError(f"export type {export_type.name} is registered twice")
     _TYPES[export_type.name] = export_type
+    EXPORT_TYPES.add(export_type.name)  # `export:build` payloads of this process accept it
     return export_type
 
 

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from shared.contracts.export import ExportBuildV1, ExportParams
+from shared.contracts.export import ExportBuildV2, ExportParams
 from shared.errors import JobCanceled, PermanentError
 from shared.storage import StorageBackend
 from tests.workers.export.conftest import Progress, job_context, seed_ledger
@@ -24,13 +24,13 @@ from workers.export.wiring import Exporter
 
 def new_export(
     db: psycopg.Connection[Any], org: uuid.UUID, type_: str = "ACCOUNTING", **params: Any
-) -> ExportBuildV1:
+) -> ExportBuildV2:
     by = uuid.uuid4()
     model = ExportParams.model_validate(params)
     export_id = store.insert(
         db, org_id=org, requested_by=by, type=type_, params=model.model_dump(mode="json")
     )
-    return ExportBuildV1(org_id=org, entity_id=export_id, requested_by=by, type=type_, params=model)
+    return ExportBuildV2(org_id=org, entity_id=export_id, requested_by=by, type=type_, params=model)
 
 
 def export_row(db: psycopg.Connection[Any], export_id: uuid.UUID) -> dict[str, Any]:
