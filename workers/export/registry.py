@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from shared.contracts.export import EXPORT_TYPES
+from shared.contracts.export import EXPORT_TYPES, SHIPPED_TYPES
 from shared.errors import PermanentError
 
 Kind = Literal["text", "int", "decimal", "date", "datetime", "bool", "json"]
@@ -69,6 +69,13 @@ def register(export_type: ExportType) -> ExportType:
     _TYPES[export_type.name] = export_type
     EXPORT_TYPES.add(export_type.name)  # `export:build` payloads of this process accept it
     return export_type
+
+
+def unregister(name: str) -> None:
+    """Forget a type registered at run time (tests); the shipped ones stay accepted."""
+    _TYPES.pop(name, None)
+    if name not in SHIPPED_TYPES:
+        EXPORT_TYPES.discard(name)
 
 
 def get(name: str) -> ExportType:

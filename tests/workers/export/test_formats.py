@@ -191,7 +191,7 @@ def _table_exists(db: psycopg.Connection[Any], name: str) -> bool:
 
 
 def test_an_export_whose_table_does_not_exist_yet_fails_clearly(
-    exporter: Exporter, db: psycopg.Connection[Any]
+    exporter: Exporter, db: psycopg.Connection[Any], request: pytest.FixtureRequest
 ) -> None:
     # Before the indexer's migration (issue 5) LOTTERY_* were in this state; a type over a
     # table that no migration creates shows the same path on any database.
@@ -206,6 +206,7 @@ def test_an_export_whose_table_does_not_exist_yet_fails_clearly(
                 "a",
             )
         )
+        request.addfinalizer(lambda: registry.unregister("TEST_NO_TABLE"))
     org = uuid.uuid4()
     with pytest.raises(PermanentError, match="table export_test_absent does not exist yet") as err:
         build_export(new_export(db, org, "TEST_NO_TABLE"), job_context(org), exporter)

@@ -76,7 +76,7 @@ def test_requested_export_is_built_by_the_worker_and_downloadable_by_its_link(
 
 @pytest.mark.slow
 def test_operator_cancel_stops_a_running_export_and_leaves_no_object(
-    export_worker: ExportWorker, db: psycopg.Connection[Any]
+    export_worker: ExportWorker, db: psycopg.Connection[Any], request: pytest.FixtureRequest
 ) -> None:
     slow = ExportType(  # each row waits 1 ms in Postgres: ~20 s in all, so a cancel lands mid-way
         name="TEST_SLOW_LEDGER",
@@ -88,6 +88,7 @@ def test_operator_cancel_stops_a_running_export_and_leaves_no_object(
     )
     if "TEST_SLOW_LEDGER" not in registry.names():
         registry.register(slow)
+        request.addfinalizer(lambda: registry.unregister("TEST_SLOW_LEDGER"))
     org = uuid.uuid4()
     seed_ledger(db, org, 20_000)
     export_id, job_id = request_export(
