@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import pytest
+
 from shared.config import Settings
+from shared.jobs import catalog
 from tests.support.jobs import ECHO
 from tests.support.wait import wait_run
 
@@ -83,3 +86,107 @@ def test_the_documented_script_is_the_one_the_fleet_and_the_foreign_producer_run
     assert documented.group(1) == script
     embedded = re.search(r"const ENQUEUE_ONCE = `(.*?)`;", PRODUCER.read_text(), re.S)
     assert embedded is not None and embedded.group(1) == script
+
+
+SCHEMAS = ROOT / "tests" / "contracts" / "schemas"
+VECTORS = ROOT / "tests" / "vectors" / "job_ids.json"
+
+
+def _node_send_job(settings: Settings, job_name: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """`producer.mjs` with the exported contracts: any job of the catalog, as another language
+    would send it (the payload as given: defaults left for the producer to fill)."""
+    url = urlparse(settings.redis_url)
+    node = shutil.which("node")
+    assert node, "node is needed (the project's npm tooling installs it)"
+    argv = [
+        node, str(PRODUCER),
+        "--redis", f"{url.hostname}:{url.port or 6379}",
+        "--namespace", settings.broker_namespace,
+        "--window-ms", str(settings.dedup_window_ms),
+        "--schemas", str(SCHEMAS), "--job", job_name, "--payload", json.dumps(payload),
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _fresh(job_name: str, payload: dict[str, Any], org: uuid.UUID) -> dict[str, Any]:
+    """The vector's payload for a new piece of work (a new entity, or a new round)."""
+    fresh = {key: value for key, value in payload.items() if key != "v"}  # the latest version
+    if "entity_id" in fresh:
+        fresh["entity_id"] = str(uuid.uuid4())
+        fresh["org_id"] = str(org)
+    elif "slot" in fresh:
+        fresh["slot"] = f"2026-12-03T{uuid.uuid4().int % 24:02d}:{uuid.uuid4().int % 60:02d}Z"
+    else:  # a chain action: a round of its own
+        fresh["round_id"] = uuid.uuid4().int % 10**9
+        fresh.setdefault("chain_id", 31337)
+        fresh.setdefault("contract", "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512")
+    return fresh
+
+
+def _documents(db: Any, payload: dict[str, Any]) -> None:
+    """A document's jobs need their document (a Python send checks it: requires.py)."""
+    file_id = uuid.uuid4()
+    db.execute(
+        "INSERT INTO file_objects (id, org_id, provider, bucket, key, content_type, size_bytes, "
+        "sha256) VALUES (%s, %s, 'local', 'b', %s, 'application/pdf', 1, 'x')",
+        (file_id, payload["org_id"], f"k/{file_id}"),
+    )
+    db.execute(
+        "INSERT INTO documents (id, org_id, file_object_id) VALUES (%s, %s, %s)",
+        (payload["entity_id"], payload["org_id"], file_id),
+    )
+
+
+def _catalog_cases() -> list[tuple[str, dict[str, Any]]]:
+    cases: dict[str, dict[str, Any]] = {}
+    for case in json.loads(VECTORS.read_text("utf-8"))["payloads"]:
+        cases.setdefault(case["job_name"], case["payload"])
+    return sorted(cases.items())
+
+
+@pytest.mark.parametrize(("job_name", "payload"), _catalog_cases(), ids=lambda v: str(v)[:24])
+def test_every_catalog_job_sent_from_node_and_from_python_deduplicates_both_ways(
+    runtime, settings, db, job_name: str, payload: dict[str, Any]
+) -> None:
+    """Issue 30: the Node producer sent only one job, and export ids differed between the
+    languages (Python left `bom: false` out of the hashed form)."""
+    spec = catalog.get(job_name)
+    org = uuid.uuid4()
+    node_first, python_first = _fresh(job_name, payload, org), _fresh(job_name, payload, org)
+    if spec.requires is not None:
+        _documents(db, node_first)
+        _documents(db, python_first)
+
+    theirs = _node_send_job(settings, job_name, node_first)
+    assert theirs["duplicate"] is False
+    ours = spec.send(node_first)
+    assert ours.duplicate and (ours.job_id, ours.message_id) == (
+        theirs["job_id"],
+        theirs["message_id"],
+    )
+
+    mine = spec.send(python_first)
+    assert not mine.duplicate
+    late = _node_send_job(settings, job_name, python_first)
+    assert late["duplicate"] is True and (late["job_id"], late["holder"]) == (
+        mine.job_id,
+        mine.message_id,
+    )
+
+
+def test_the_node_implementation_of_the_documented_algorithm_matches_every_vector() -> None:
+    node = shutil.which("node")
+    assert node, "node is needed (the project's npm tooling installs it)"
+    done = subprocess.run(
+        [node, str(ROOT / "tests" / "wire" / "vectors.mjs"), str(VECTORS), str(SCHEMAS)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    total = len(json.loads(VECTORS.read_text("utf-8"))["payloads"])
+    assert done.stdout.rstrip().endswith(" vectors match") and total >= len(catalog.BY_NAME)

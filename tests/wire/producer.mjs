@@ -1,14 +1,19 @@
 // A producer written without any of jobfleet's code: Node.js builtins only (net, crypto),
 // speaking RESP to Redis itself. It follows docs/wire-protocol.md to the letter: derive the
-// job id, lay out the message, and claim the job id and enqueue with the one script.
+// job id (jobid.mjs, §1), lay out the message, and claim the job id and enqueue with the one
+// script.
 //
 //   node tests/wire/producer.mjs --redis 127.0.0.1:6379 --namespace dramatiq \
-//        --window-ms 2592000000 --queue testq --job test:echo --entity-type echo \
-//        --payload '{"v":2,"org_id":"...","entity_id":"...","message":"hi","times":1}'
+//        --window-ms 2592000000 --schemas tests/contracts/schemas --job export:build \
+//        --payload '{"org_id":"...","entity_id":"...","requested_by":"...","type":"JOB_RUNS"}'
 //
+// A job of the catalog takes its queue, entity type and id rule from the exported contracts
+// (`--schemas`, `fleet contracts export`); a job outside it (the tests' `test:echo`) names
+// `--queue` and `--entity-type` and hashes every field but `v`.
 // Prints {"job_id", "message_id", "duplicate", "holder"} as JSON.
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { connect } from "node:net";
+import { canonical, hashedId, jobId, loadContracts, parse } from "./jobid.mjs";
 
 // The claim-and-enqueue script, copied from docs/wire-protocol.md.
 const ENQUEUE_ONCE = `-- Enqueue a message unless its job id was already enqueued (atomic dedup + enqueue).
@@ -33,28 +38,6 @@ function args(argv) {
   const out = {};
   for (let i = 0; i < argv.length; i += 2) out[argv[i].replace(/^--/, "")] = argv[i + 1];
   return out;
-}
-
-// Canonical JSON: sorted keys (by code point), no whitespace, non-ASCII as itself.
-function canonical(value) {
-  if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
-  if (value !== null && typeof value === "object") {
-    const keys = Object.keys(value).sort((a, b) => {
-      const x = [...a].map((c) => c.codePointAt(0));
-      const y = [...b].map((c) => c.codePointAt(0));
-      for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
-      return x.length - y.length;
-    });
-    return "{" + keys.map((k) => JSON.stringify(k) + ":" + canonical(value[k])).join(",") + "}";
-  }
-  return JSON.stringify(value);
-}
-
-function jobId(jobName, payload) {
-  const stable = { ...payload };
-  delete stable.v;
-  const digest = createHash("sha256").update(canonical(stable), "utf8").digest("hex");
-  return `${payload.org_id}:${jobName}:${payload.entity_id}:${digest.slice(0, 16)}`;
 }
 
 function command(parts) {
@@ -105,34 +88,46 @@ function evalScript(address, parts) {
 }
 
 const opts = args(process.argv.slice(2));
-const payload = JSON.parse(opts.payload);
-const id = jobId(opts.job, payload);
+const payload = parse(opts.payload);
+let id, queueName, entityType, body;
+if (opts.schemas) {
+  const contracts = loadContracts(opts.schemas);
+  const entry = contracts.index[opts.job];
+  const derived = jobId(contracts, opts.job, payload);
+  id = derived.jobId;
+  body = derived.filled; // the payload as the worker sees it: defaults filled, v set
+  queueName = entry.queue;
+  entityType = entry.entity_type;
+} else {
+  const stable = { ...payload };
+  delete stable.v;
+  id = hashedId(payload.org_id, opts.job, payload.entity_id, stable).jobId;
+  body = payload;
+  queueName = opts.queue;
+  entityType = opts["entity-type"] ?? null;
+}
+const entityId = body.entity_id ?? body.slot ?? null;
 const messageId = randomUUID();
 const redisMessageId = randomUUID();
-const message = {
-  queue_name: opts.queue,
-  actor_name: opts.job,
-  args: [payload],
-  kwargs: {},
-  options: {
+const now = Date.now();
+// canonical() writes numbers as the payload wrote them (a float stays a float).
+const message = `{"queue_name":${JSON.stringify(queueName)},"actor_name":${JSON.stringify(opts.job)},` +
+  `"args":[${canonical(body)}],"kwargs":{},"options":${JSON.stringify({
     job_id: id,
-    org_id: payload.org_id,
-    entity_type: opts["entity-type"] ?? null,
-    entity_id: payload.entity_id,
+    org_id: body.org_id,
+    entity_type: entityType,
+    entity_id: entityId === null ? null : String(entityId),
     request_id: null,
     attempt: 1,
-    sent_at: Date.now() / 1000,
+    sent_at: now / 1000,
     redis_message_id: redisMessageId,
-  },
-  message_id: messageId,
-  message_timestamp: Date.now(),
-};
+  })},"message_id":${JSON.stringify(messageId)},"message_timestamp":${now}}`;
 const ns = opts.namespace;
-const queue = `${ns}:${opts.queue}`;
+const queue = `${ns}:${queueName}`;
 const holder = await evalScript(opts.redis, [
   "EVAL", ENQUEUE_ONCE, 4,
   `${ns}:jobfleet:job-id:${id}`, `${queue}.msgs`, queue, `${queue}.wake`,
-  messageId, opts["window-ms"], redisMessageId, JSON.stringify(message),
+  messageId, opts["window-ms"], redisMessageId, message,
 ]);
 console.log(JSON.stringify({
   job_id: id,
