@@ -49,6 +49,10 @@ STATUS_OF: dict[type[FleetError], int] = {
 PROBLEMS: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "No such job for this org"},
 }
+#: The keyset pages: a cursor this API did not hand out.
+BAD_CURSOR: dict[int | str, dict[str, Any]] = {
+    400: {"model": Problem, "description": "BAD_CURSOR: not a cursor of this list"},
+}
 
 
 def view(run: RunView) -> JobView:
@@ -141,7 +145,12 @@ def job_router(
     if admin is not None:
         Admin = Annotated[str, Depends(admin)]
 
-        @router.get("/dead-letters", response_model=JobPage, summary="Dead jobs of this org")
+        @router.get(
+            "/dead-letters",
+            response_model=JobPage,
+            responses=BAD_CURSOR,
+            summary="Dead jobs of this org",
+        )
         def list_dead(
             org_id: Org,
             rt: Rt,
@@ -169,7 +178,12 @@ def job_router(
                 return problem(exc)
             return ReplayResult(job_id=job_id, message_id=done.message_id, replayed_by=who)
 
-    @router.get("", response_model=JobPage, summary="This org's jobs, newest first")
+    @router.get(
+        "",
+        response_model=JobPage,
+        responses=BAD_CURSOR,
+        summary="This org's jobs, newest first",
+    )
     def list_jobs(
         org_id: Org,
         rt: Rt,

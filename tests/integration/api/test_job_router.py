@@ -270,3 +270,30 @@ def test_fleet_operators_pause_and_resume_a_queue_through_the_api(
     from shared import pauses
 
     assert [a["actor"] for a in pauses.history(runtime, target="email")] == ["ops@example.com"] * 2
+
+
+def test_every_error_a_route_answers_is_in_the_openapi_document(api: TestClient) -> None:
+    """Issue 30: `GET /jobs` and `/jobs/dead-letters` answered 400 BAD_CURSOR undeclared.
+    Each route is driven to each error it can answer; the status must be in its document."""
+    org, admin = uuid.uuid4(), {"X-Admin": "ops@example.com"}
+    missing = f"{org}:test:echo:{uuid.uuid4()}:0000000000000000"
+    answered = {
+        ("/jobs", "get"): api.get("/jobs", params={"cursor": "x"}, headers=as_org(org)),
+        ("/jobs/dead-letters", "get"): api.get(
+            "/jobs/dead-letters", params={"cursor": "x"}, headers=as_org(org, **admin)
+        ),
+        ("/jobs/{job_id}", "get"): api.get(f"/jobs/{missing}", headers=as_org(org)),
+        ("/jobs/{job_id}/cancel", "post"): api.post(f"/jobs/{missing}/cancel", headers=as_org(org)),
+        ("/jobs/{job_id}/events", "get"): api.get(f"/jobs/{missing}/events", headers=as_org(org)),
+        ("/jobs/dead-letters/{job_id}/replay", "post"): api.post(
+            f"/jobs/dead-letters/{missing}/replay", headers=as_org(org, **admin)
+        ),
+        ("/jobs/queues/{queue}/pause", "post"): api.post(
+            "/jobs/queues/nope/pause", json={"reason": "x"}, headers={"X-Operator": "ops"}
+        ),
+    }
+    document = api.get("/openapi.json").json()["paths"]
+    for (path, method), answer in answered.items():
+        assert answer.status_code >= 400, (path, answer.status_code)
+        declared = document[path][method]["responses"]
+        assert str(answer.status_code) in declared, (path, method, answer.status_code, declared)
