@@ -37,6 +37,13 @@ from shared.contracts.email import EmailSendV1
 from shared.errors import PayloadError
 from shared.jobs import catalog
 
+from .sequence_requests import (
+    SequenceStep,
+    StartedSequence,
+    sequence_status,
+    start_sequence,
+    stop_sequence,
+)
 from .settings import EmailSettings, email_settings
 
 if TYPE_CHECKING:
@@ -181,10 +188,15 @@ def feedback_router(runtime: Callable[[], Runtime] | None = None, **options: Any
 __all__ = [
     "EmailSettings",
     "ScheduledEmail",
+    "SequenceStep",
+    "StartedSequence",
     "check_template",
     "email_settings",
     "feedback_router",
     "schedule_email",
+    "sequence_status",
+    "start_sequence",
+    "stop_sequence",
     "template_keys",
     "template_variables",
 ]
