@@ -85,7 +85,11 @@ def ensure(environ: dict[str, str] | os._Environ[str] = os.environ) -> TestServi
         else:
             scratch = _scratch(scratch)
             pg_service = postgres.start(
-                scratch / "postgres", database="postgres", env=env, configured=pg_url
+                scratch / "postgres",
+                database="postgres",
+                env=env,
+                configured=pg_url,
+                ephemeral=True,
             )
             # The session adds its own database name (`jobfleet_test_<id>`) to this base URL.
             environ["TEST_POSTGRES_URL"] = pg_service.url.rsplit("/", 1)[0]

