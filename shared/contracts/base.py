@@ -74,7 +74,7 @@ def _unstorable_errors(data: Any) -> list[dict[str, Any]]:
         return []
     return [
         {
-            "loc": path,
+            "loc": tuple(_printable(part) for part in path),
             "msg": (
                 "contains a NUL character (\\u0000)"
                 if "\x00" in text
@@ -85,6 +85,13 @@ def _unstorable_errors(data: Any) -> list[dict[str, Any]]:
         }
         for path, text in _unstorable(data, ())
     ]
+
+
+def _printable(part: Any) -> Any:
+    """A path element fit for an error message: a lone surrogate in a key written `\\udc80`."""
+    if isinstance(part, str):
+        return part.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+    return part
 
 
 def _no_crlf(value: str) -> str:
@@ -203,6 +210,11 @@ class Contract(Generic[P]):
             payload = payload.wire()
         data = dict(payload)
         data.setdefault("v", self.latest_version)
+        # The input too: a dict key holding a lone surrogate comes out of validation altered
+        # (`U+FFFD`), where the check of the wire alone would pass it.
+        refused = _unstorable_errors(data)
+        if refused:
+            raise PayloadError(self.job_name, refused)
         try:
             model = self._upgrade(data)
         except ValidationError as exc:
@@ -225,6 +237,10 @@ class Contract(Generic[P]):
             raise InvalidPayload(
                 f"{self.job_name}: payload must be an object, got {type(data).__name__}"
             )
+        refused = _unstorable_errors(data)
+        if refused:
+            details = "; ".join(f"{_loc(e)}: {e['msg']}" for e in refused)
+            raise InvalidPayload(f"{self.job_name}: {details}")
         try:
             model = self._upgrade(dict(data))
         except ValidationError as exc:

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import sys
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from dramatiq.errors import ActorNotFound
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
 from ..config import RetryPolicy
-from ..errors import AlreadyDone, FleetError, JobCanceled, PermanentError, RetryLater
+from ..errors import (
+    AlreadyDone,
+    FleetError,
+    InvalidPayload,
+    JobCanceled,
+    PermanentError,
+    RetryLater,
+)
 
 #: Longest error text kept on a run (message + the tail of the traceback).
 ERROR_MAX_CHARS = 4_000
@@ -94,11 +104,38 @@ def _code(exception: BaseException) -> str:
 
 
 def describe(exception: BaseException) -> str:
-    """`Type: message` and the last frames: enough to explain a failure, bounded in size."""
+    """`Type: message` and the last frames: enough to explain a failure, bounded in size.
+
+    A payload refused by its contract gets no frames (the message says what is wrong with the
+    input; where the check ran explains nothing). Frames name files relative to the project or
+    to site-packages: a run's error is shown to operators and never carries install paths.
+    """
     head = f"{type(exception).__name__}: {exception}"
-    frames = traceback.format_tb(exception.__traceback__)[-3:]
-    text = head + ("\n" + "".join(frames) if frames else "")
+    if isinstance(exception, InvalidPayload):
+        return head[:ERROR_MAX_CHARS]
+    frames = traceback.extract_tb(exception.__traceback__)[-3:]
+    lines = [
+        f'  File "{where(frame.filename)}", line {frame.lineno}, in {frame.name}\n'
+        + (f"    {frame.line.strip()}\n" if frame.line else "")
+        for frame in frames
+    ]
+    text = head + ("\n" + "".join(lines) if lines else "")
     return text[:ERROR_MAX_CHARS]
+
+
+_PROJECT = str(Path(__file__).resolve().parents[2]) + os.sep
+
+
+def where(filename: str) -> str:
+    """`filename` without the machine's install path: `dramatiq/worker.py`, `shared/jobs/x.py`."""
+    for marker in (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}"):
+        if marker in filename:
+            return filename.rsplit(marker, 1)[1]
+    if filename.startswith(_PROJECT):
+        return filename[len(_PROJECT) :]
+    if filename.startswith(sys.prefix) or filename.startswith(sys.base_prefix):
+        return Path(filename).name
+    return filename
 
 
 def _small(result: Any, limit: int) -> Any:

@@ -49,6 +49,29 @@ def test_a_value_postgres_cannot_store_is_refused_at_send_naming_the_field(
     assert runtime.settle(5)
 
 
+@pytest.mark.parametrize("key", ["N\udc80", "k\x00"], ids=["surrogate", "nul"])
+def test_a_dict_key_postgres_cannot_store_is_refused_at_send_and_at_parse(key: str) -> None:
+    """Before: `{"N\\udc80": "Ada"}` passed the send check and was stored as `N\ufffd\ufffd\ufffd`
+    (validation altered the key before the wire was checked)."""
+    from shared.contracts.email import EMAIL_SEND
+    from shared.errors import InvalidPayload
+
+    payload = {
+        "v": 1, "org_id": str(uuid.uuid4()), "entity_id": str(uuid.uuid4()),
+        "template_key": "welcome", "recipient_email": "ada@example.com",
+        "variables": {key: "Ada", "ok": "fine"},
+    }  # fmt: skip
+    with pytest.raises(PayloadError) as refused:
+        EMAIL_SEND.build_wire(payload)
+    shown = key.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")
+    assert refused.value.errors[0]["loc"] == ("variables", shown)
+    message = str(refused.value)
+    message.encode("utf-8")  # printable: no lone surrogate in the error itself
+    assert "variables" in message and "Postgres cannot store" in message
+    with pytest.raises(InvalidPayload, match="variables"):
+        EMAIL_SEND.parse(payload)
+
+
 def test_a_nul_inside_a_nested_value_is_named_by_its_path(runtime: Runtime) -> None:
     from shared.contracts.base import unstorable
 

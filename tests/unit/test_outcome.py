@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
+from typing import Any
 
 import pytest
 from dramatiq.errors import ActorNotFound
@@ -18,6 +20,7 @@ from shared.errors import (
     PermanentError,
     RetryLater,
 )
+from shared.jobs import outcome
 from shared.jobs.outcome import backoff_ms, decide
 
 POLICY = RetryPolicy(max_attempts=3, min_backoff_ms=2_000, max_backoff_ms=60_000)
@@ -136,3 +139,31 @@ def test_a_write_result_is_given_to_every_caller_that_waits_for_it() -> None:
     assert waiter.result(2.0) == "done"
     assert waiter.result(0.1) == "done"
     assert waiter.result(0.1) == "done"
+
+
+def _raised(call: Any) -> BaseException:
+    try:
+        call()
+    except Exception as exc:
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def test_an_invalid_payload_error_has_no_frames() -> None:
+    """Before: `INVALID_PAYLOAD` errors ended with `File ".../site-packages/dramatiq/worker.py"`."""
+
+    def refuse() -> None:
+        raise InvalidPayload("email:send: recipient_email: not an address")
+
+    error = outcome.describe(_raised(refuse))
+    assert error == "InvalidPayload: email:send: recipient_email: not an address"
+
+
+def test_frames_name_files_without_install_paths() -> None:
+    import dramatiq
+
+    error = outcome.describe(_raised(lambda: dramatiq.Message.decode(b"not json")))
+    assert 'File "dramatiq/message.py"' in error
+    assert 'File "tests/unit/test_outcome.py"' in error
+    assert "site-packages" not in error and str(Path(__file__).parent) not in error
+    assert all(not line.strip().startswith('File "/') for line in error.splitlines())
