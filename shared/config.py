@@ -9,10 +9,36 @@ The README's configuration table is generated from all of them (`fleet config`).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
+from uuid import UUID
 
-from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def listed(value: object) -> object:
+    """A list setting from the environment: comma-separated (`a,b`) or a JSON list (`["a","b"]`);
+    an empty string is the empty list. Other values (a list given in code) pass unchanged."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ValueError(
+                f"not a JSON list ({exc}); or write the items comma-separated"
+            ) from None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+#: List-valued settings: every one reads `a,b` and `["a","b"]` alike (pydantic-settings alone
+#: decodes a list as JSON only, so the documented comma-separated form stopped a process).
+StrList = Annotated[list[str], NoDecode, BeforeValidator(listed)]
+IntList = Annotated[list[int], NoDecode, BeforeValidator(listed)]
+UuidList = Annotated[list[UUID], NoDecode, BeforeValidator(listed)]
 
 
 class RetryPolicy(BaseModel):
@@ -117,9 +143,10 @@ class Settings(BaseSettings):
         description="While a worker's run writer is busy, how long a start waits for other "
         "threads' starts to share its statement (an idle worker's start never waits); 0: never",
     )
-    outbox_backoff_s: list[int] = Field(
+    outbox_backoff_s: IntList = Field(
         default_factory=lambda: [60, 300, 1_800, 7_200, 43_200, 86_400],
-        description="Outbox publish retry schedule in seconds; its length is the attempt limit",
+        description="Outbox publish retry schedule in seconds (comma-separated); its length is "
+        "the attempt limit",
     )
     outbox_batch: int = Field(default=100, description="Events claimed per relay pass")
     log_level: str = Field(default="INFO", description="Log level of every process")

@@ -10,10 +10,11 @@ fleet-wide actions (pause a queue, a periodic job, purge) are refused.
 from __future__ import annotations
 
 import ipaddress
-from uuid import UUID
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ..config import UuidList
 
 
 class ConsoleSettings(BaseSettings):
@@ -27,7 +28,7 @@ class ConsoleSettings(BaseSettings):
     )
     user: str | None = Field(default=None, description="Basic-auth user (audited as its name)")
     password: SecretStr | None = Field(default=None, description="Basic-auth password")
-    orgs: list[UUID] = Field(
+    orgs: UuidList = Field(
         default_factory=list,
         description="Restrict the console to these orgs (comma-separated; empty: every org)",
     )
@@ -36,13 +37,6 @@ class ConsoleSettings(BaseSettings):
         description="Key of the CSRF tokens and session cookies (default: random per start)",
     )
     refresh_s: float = Field(default=2.0, description="Overview auto-refresh period (htmx poll)")
-
-    @field_validator("orgs", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
 
     @property
     def auth_configured(self) -> bool:

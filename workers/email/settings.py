@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from shared.config import DomainSettings, settings_for
+from shared.config import DomainSettings, StrList, settings_for
 
 
 class EmailSettings(DomainSettings):
@@ -90,7 +90,7 @@ class EmailSettings(DomainSettings):
         gt=0,
         description="How long 4xx replies and connection failures are retried before FAILED",
     )
-    bounce_exempt_templates: list[str] = Field(
+    bounce_exempt_templates: StrList = Field(
         default_factory=list,
         description="Templates still sent to an address that hard-bounced (default: none)",
     )
@@ -111,16 +111,16 @@ class EmailSettings(DomainSettings):
         default="unsubscribe@jobfleet.localhost",
         description="Address of List-Unsubscribe's mailto (None: the HTTPS URL only)",
     )
-    transactional_templates: list[str] = Field(
+    transactional_templates: StrList = Field(
         default_factory=lambda: ["otp-code", "support-reply"],
         description="Templates sent without List-Unsubscribe (sequence steps always carry it)",
     )
-    tracked_templates: list[str] = Field(
+    tracked_templates: StrList = Field(
         default_factory=list,
         description="Templates whose emails get an open pixel and tracked links (opt-in; "
         "never for an org with tracking off)",
     )
-    sns_cert_hosts: list[str] = Field(
+    sns_cert_hosts: StrList = Field(
         default_factory=lambda: ["sns.*.amazonaws.com"],
         description="Hosts whose SigningCertURL is trusted for SES events via SNS "
         "(`*`: one DNS label)",
