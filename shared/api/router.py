@@ -67,7 +67,7 @@ def view(run: RunView) -> JobView:
         payload=redact(run.payload),
         result=redact(run.result),
         error_code=run.error_code,
-        error=run.error,
+        error=redact(run.error),
         attempt=run.attempt,
         max_attempts=run.max_attempts,
         progress=Progress(**run.progress) if run.progress else None,

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from shared.observability.logging import redact_text
+
 from . import output
 from .jobs import AllOrgsOption, JsonOption, OrgOption, ScopeOrgOption, render_run, shown
 from .params import default_operator, org_scope, parse_duration
@@ -41,7 +43,7 @@ def list_dead(
                 output.cell(r.job_name),
                 output.cell(r.attempt),
                 output.cell(r.error_code),
-                output.cell(r.error, width=60),
+                output.cell(redact_text(r.error or ""), width=60),
                 output.cell(r.finished_at),
                 output.cell(r.replay_count),
             )

@@ -83,12 +83,12 @@ def show(
 
 
 def shown(run: Any) -> dict[str, Any]:
-    """What a view prints of a run: secrets in its payload, result and checkpoint masked
-    (DESIGN §8), as in the logs and the job API."""
+    """What a view prints of a run: secrets in its payload, result, checkpoint and error masked
+    (DESIGN §8: by key name, and the tokens of URLs), as in the logs and the job API."""
     from shared.observability.logging import redact
 
     data: dict[str, Any] = run.as_dict()
-    for name in ("payload", "result", "checkpoint"):
+    for name in ("payload", "result", "checkpoint", "error"):
         data[name] = redact(data[name])
     return data
 
@@ -102,7 +102,9 @@ def render_run(job_id: str, *, org: UUID | None, as_json: bool) -> None:
     run = runs.find(job_id, org_id=org)
     if run is None:
         raise RunNotFound(f"no run {job_id}" + (f" for org {org}" if org else ""))
-    replays = dlq.history(job_id, org_id=org)
+    from shared.observability.logging import redact
+
+    replays = redact(dlq.history(job_id, org_id=org))
     if as_json:
         output.print_json({**shown(run), "replays": replays})
         return

@@ -164,7 +164,7 @@ def run_detail(
     if run is None or (orgs and run.org_id not in orgs):
         return None
     data = dict(run.__dict__)
-    for name in ("payload", "result", "checkpoint"):
+    for name in ("payload", "result", "checkpoint", "error"):
         data[name] = redact(data[name])
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         executions = cur.execute(
@@ -177,7 +177,7 @@ def run_detail(
             " FROM job_replays WHERE job_id = %s ORDER BY replayed_at",
             (job_id,),
         ).fetchall()
-    return {"run": data, "executions": executions, "replays": replays}
+    return {"run": data, "executions": executions, "replays": redact(replays)}
 
 
 def facets(runtime: Runtime, *, error_codes: bool = False) -> dict[str, list[str]]:

@@ -24,6 +24,7 @@ from ..errors import (
     PermanentError,
     RetryLater,
 )
+from ..observability.logging import redact_text
 
 #: Longest error text kept on a run (message + the tail of the traceback).
 ERROR_MAX_CHARS = 4_000
@@ -108,9 +109,10 @@ def describe(exception: BaseException) -> str:
 
     A payload refused by its contract gets no frames (the message says what is wrong with the
     input; where the check ran explains nothing). Frames name files relative to the project or
-    to site-packages: a run's error is shown to operators and never carries install paths.
+    to site-packages: a run's error is shown to operators and never carries install paths,
+    nor the tokens of the URLs its message quotes (`redact_text`).
     """
-    head = f"{type(exception).__name__}: {exception}"
+    head = redact_text(f"{type(exception).__name__}: {exception}")
     if isinstance(exception, InvalidPayload):
         return head[:ERROR_MAX_CHARS]
     frames = traceback.extract_tb(exception.__traceback__)[-3:]

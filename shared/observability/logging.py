@@ -7,9 +7,11 @@ contextvars by `middleware.log_context` for the time a job runs, so every line c
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Mapping, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
@@ -28,12 +30,46 @@ def is_secret_key(key: Any) -> bool:
 
 
 def redact(value: Any) -> Any:
-    """`value` with the values under secret keys masked, at any depth."""
+    """`value` with the values under secret keys masked, at any depth, and the secrets of the
+    URLs inside its strings (`redact_text`)."""
+    if isinstance(value, str):
+        return redact_text(value)
     if isinstance(value, dict):
         return {k: MASK if is_secret_key(k) else redact(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
+
+
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
+_PAIR = re.compile(r"([^&;=]*)=([^&;]*)")
+
+
+def redact_text(text: str) -> str:
+    """`text` with each URL's secrets masked: a reset link's token (`?t=***`, every query and
+    fragment value: a token's key can be any name) and the password of `user:***@host` (a
+    user alone, `https://token@host`, is masked whole)."""
+    if "://" not in text:
+        return text
+    return _URL.sub(lambda m: mask_url(m.group(0)), text)
+
+
+def mask_url(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return MASK
+    userinfo, at, host = parts.netloc.rpartition("@")
+    netloc = parts.netloc
+    if at:
+        netloc = (
+            f"{userinfo.split(':', 1)[0]}:{MASK}@{host}" if ":" in userinfo else f"{MASK}@{host}"
+        )
+    query = _PAIR.sub(rf"\1={MASK}", parts.query) if parts.query else ""
+    if parts.query and "=" not in parts.query:
+        query = MASK
+    fragment = _PAIR.sub(rf"\1={MASK}", parts.fragment) if "=" in parts.fragment else parts.fragment
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
 def _redact_processor(_: Any, __: str, event: MutableMapping[str, Any]) -> Mapping[str, Any]:

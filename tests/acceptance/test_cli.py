@@ -260,8 +260,19 @@ def test_a_planted_secret_reaches_no_view_of_a_run(runtime: Any, db: Any) -> Non
     `jobs show`, `dlq show` and the --json lists printed the payload in full)."""
     secret = f"planted-{uuid.uuid4().hex}"
     payload = email_payload()
-    payload["variables"] = {"first_name": "Ada", "token": secret, "deep": [{"api_key": secret}]}
+    payload["variables"] = {
+        "first_name": "Ada",
+        "token": secret,
+        "deep": [{"api_key": secret}],
+        # Masking by key name alone showed these (issue 31): tokens inside URLs.
+        "reset_link": f"https://app.example/reset?t={secret}",
+        "feed": f"https://ada:{secret}@feeds.example/f",
+    }
     job_id = insert_dead(db, payload=payload)
+    db.execute(
+        "UPDATE job_runs SET error = %s WHERE job_id = %s",
+        (f"HTTPError: 401 for https://api.example/v1?key={secret}", job_id),
+    )
     debug = {"FLEET_LOG_LEVEL": "DEBUG"}
     outputs = [
         fleet(*command, env=debug)
@@ -280,7 +291,13 @@ def test_a_planted_secret_reaches_no_view_of_a_run(runtime: Any, db: Any) -> Non
         assert done.returncode == 0, done.stderr
         assert secret not in done.stdout + done.stderr, " ".join(done.args)
     shown = json.loads(outputs[1].stdout)["payload"]["variables"]
-    assert shown == {"first_name": "Ada", "token": "***", "deep": [{"api_key": "***"}]}
+    assert shown == {
+        "first_name": "Ada",
+        "token": "***",
+        "deep": [{"api_key": "***"}],
+        "reset_link": "https://app.example/reset?t=***",
+        "feed": "https://ada:***@feeds.example/f",
+    }
     assert json.loads(outputs[7].stdout)[0]["payload"]["variables"]["token"] == "***"
 
 

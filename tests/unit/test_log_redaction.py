@@ -36,3 +36,48 @@ def test_secret_keys_are_masked_in_structured_events() -> None:
         "event": "x",
         "payload": {"password": "***", "nested": [{"api_key": "***", "ok": 1}]},
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("https://x.example/reset?t=TOK", "https://x.example/reset?t=***"),
+        ("go to https://x.example/?a=1&t=TOK now", "go to https://x.example/?a=***&t=*** now"),
+        ("https://ada:TOK@h.example/f", "https://ada:***@h.example/f"),
+        ("https://TOK@h.example/f", "https://***@h.example/f"),
+        (
+            "https://h.example/cb#access_token=TOK&x=1",
+            "https://h.example/cb#access_token=***&x=***",
+        ),
+        ("https://h.example/?TOK", "https://h.example/?***"),
+        ("redis://127.0.0.1:6379/0 and https://h.example/doc#part", None),
+        ("no url at all: t=TOK", None),
+    ],
+)
+def test_the_tokens_of_urls_are_masked_whatever_their_key(text: str, shown: str | None) -> None:
+    """Before: masking went by key name only: `"reset_link": "https://x/?t=tok"` showed in full
+    in `fleet jobs show`, `fleet dlq show` and the logs."""
+    assert redact({"reset_link": text}) == {"reset_link": shown or text}
+    assert redact([text]) == [shown or text]
+
+
+def test_a_url_token_in_a_log_line_is_masked(capsys: pytest.CaptureFixture[str]) -> None:
+    import structlog
+
+    from shared.observability.logging import configure_logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    configure_logging(level="INFO", fmt="json")
+    try:
+        structlog.get_logger("t").info(
+            "reset sent to https://x.example/?t=planted-url-token",
+            link="https://u:planted-url-pass@h.example/",
+        )
+    finally:
+        structlog.reset_defaults()
+        root.handlers[:], root.level = handlers, level
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "reset sent to" in text
+    assert "planted-url-token" not in text and "planted-url-pass" not in text
