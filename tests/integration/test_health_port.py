@@ -47,9 +47,13 @@ def test_a_worker_given_a_held_port_says_so_and_never_answers_on_it(
     port = free_port()
     first = HealthServer(host="127.0.0.1", port=port, service="first", checks={}).start()
     try:
-        worker = procs.worker(env={"HEALTH_PORT": str(port)})
+        worker = procs.worker(env={"HEALTH_PORT": str(port)}, ready=False)
         said = wait_for(lambda: worker.events("health.bind_failed"), what="the bind error")
         assert "in use by another process" in said[0]["error"]
+        # Not ready, and it says so (before: `worker.ready` right after the bind error).
+        not_ready = wait_for(lambda: worker.events("worker.not_ready"), what="worker.not_ready")
+        assert "in use by another process" in not_ready[0]["reason"]
+        assert worker.events("worker.ready") == []
         assert {_service(port) for _ in range(20)} == {"first"}
     finally:
         first.stop()

@@ -114,7 +114,10 @@ def test_a_worker_on_an_unmigrated_database_is_not_ready_says_so_once_and_starts
     runtime: Runtime, procs: Procs, bare_url: str
 ) -> None:
     port = free_port()
-    worker = procs.worker(env={"DATABASE_URL": bare_url, "HEALTH_PORT": str(port)})
+    worker = procs.worker(env={"DATABASE_URL": bare_url, "HEALTH_PORT": str(port)}, ready=False)
+    # Before: it logged `worker.ready` while its /health/ready answered 503 (issue 31).
+    said = wait_for(lambda: worker.events("worker.not_ready"), what="worker.not_ready")
+    assert HINT in json.dumps(said[0]["failing"])
     ready = f"http://127.0.0.1:{port}/health/ready"
     status, body = _get(ready)
     assert status == 503 and HINT in json.dumps(body)
@@ -127,8 +130,10 @@ def test_a_worker_on_an_unmigrated_database_is_not_ready_says_so_once_and_starts
     assert len(said) == 1, worker.log()[-3000:]
     assert worker.events("run.start_not_recorded") == []
 
+    assert worker.events("worker.ready") == []
     upgrade(bare_url)
     wait_for(lambda: _get(ready)[0] == 200, timeout=15, what="ready once migrated")
+    wait_for(lambda: worker.events("worker.ready"), timeout=5, what="worker.ready once migrated")
 
     def completed() -> bool:
         with psycopg.connect(bare_url.replace("+psycopg", ""), autocommit=True) as conn:
