@@ -128,6 +128,14 @@ def fetch(broker: Any, queue_name: str, count: int) -> list[tuple[str, bytes | N
     ]
 
 
+class BodyMissing(LookupError):
+    """A queue entry whose id has no message in `<queue>.msgs` (pushed by hand, or its body
+    lost): before, it stayed in the worker's unacked set for the worker's life, unrecorded."""
+
+    def __init__(self, queue: str, redis_id: str) -> None:
+        super().__init__(f"no message body in {queue}.msgs for id {redis_id}")
+
+
 def _undecodable_recorder(broker: Any) -> Callable[[str, str, bytes, Exception], Any] | None:
     """The tracking middleware's `record_undecodable`, when this broker has one."""
     for middleware in getattr(broker, "middleware", ()):
@@ -259,7 +267,8 @@ class FleetRedisConsumer(_RedisConsumer):
                     return None
                 try:
                     redis_id, data = self.message_cache.pop(0)
-                    if data is None:
+                    if data is None:  # an id with no body: recorded DEAD and acknowledged
+                        self._undecodable(redis_id, b"", BodyMissing(self.queue_name, redis_id))
                         continue
                     self.misses = 0
                     message = self._decode(redis_id, data)

@@ -13,6 +13,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from structlog.testing import capture_logs
 
 from shared import dlq
 from shared.broker import FleetRedisConsumer
@@ -104,6 +105,26 @@ def test_undecodable_messages_are_dead_runs_and_the_consumer_keeps_consuming(fle
     wait_run(later.job_id, "COMPLETED", org_id=org, timeout=15)
     # Acknowledged and removed: nothing comes back after a restart
     wait_for(lambda: _leftovers(fleet.broker) == (0, 0), what="every message acknowledged")
+
+
+def test_a_queue_entry_without_a_body_is_recorded_dead_and_acknowledged(fleet) -> None:
+    """Before: an id pushed to the queue with nothing in `.msgs` stayed in the worker's unacked
+    set for the worker's life, with no row and no log line (issue 31)."""
+    fleet.worker.pause()
+    ns = fleet.broker.namespace
+    bodiless = str(uuid4())
+    fleet.broker.client.rpush(f"{ns}:testq", bodiless)
+    org = uuid.uuid4()
+    after = ECHO.send(_echo(org, "after the bodiless entry"))
+    with capture_logs() as logs:
+        fleet.worker.resume()
+        run = wait_run(f"raw:testq:{bodiless}", "DEAD", timeout=15)
+    assert run.error_code == "UNDECODABLE"
+    assert f"no message body in testq.msgs for id {bodiless}" in (run.error or "")
+    wait_run(after.job_id, "COMPLETED", org_id=org, timeout=15)
+    wait_for(lambda: _leftovers(fleet.broker) == (0, 0), what="the entry acknowledged")
+    said = [e for e in logs if e.get("redis_message_id") == bodiless]
+    assert [(e["event"], e["size"]) for e in said] == [("consumer.undecodable", 0)]
 
 
 def test_a_message_without_redis_message_id_does_not_fail_the_ack_batch(fleet) -> None:
