@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import signal
 import subprocess
 import sys
@@ -29,6 +30,17 @@ def _death_signal(sig: int) -> Callable[[], None] | None:
         libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
 
     return set_pdeathsig
+
+
+def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM) -> None:
+    """From now on this process gets `sig` when its parent (`parent_pid`) dies, on Linux; when
+    it is dead already (it died while this process started), at once."""
+    set_pdeathsig = _death_signal(sig)
+    if set_pdeathsig is None:
+        return
+    set_pdeathsig()
+    if os.getppid() != parent_pid:
+        os.kill(os.getpid(), sig)
 
 
 def spawn(

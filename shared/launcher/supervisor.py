@@ -5,6 +5,12 @@ each quick failure (1 s, 2 s, 4 s ... capped at 30 s; a child that ran for a min
 1 s). Dramatiq's main process exits when one of its worker processes is killed (DESIGN §3), so
 restarting the main process is what brings a SIGKILLed worker back.
 
+A child that dies leaves its process group behind it (a Dramatiq main SIGKILLed leaves its worker
+process): the group gets SIGTERM at once (each worker process also gets it from its parent-death
+signal, `shared/middleware/process_services.py`), SIGKILL once the grace period has passed, and
+the child is restarted only when its group is gone, so a restart never finds its own health port
+held by its predecessor's orphan.
+
 Stopping: SIGTERM to each process (Dramatiq forwards it to its workers, which finish in-flight
 jobs within `--worker-shutdown-timeout` and hand back the rest), a wait of the grace period plus
 a margin, then SIGKILL to the process group of any straggler.
@@ -48,6 +54,8 @@ class Child:
     failures: int = 0
     restart_at: float | None = None
     last_exit: int | None = None
+    #: The dead child's process group gets SIGKILL at this time if anything of it is left.
+    reap_at: float | None = None
 
     @property
     def pid(self) -> int | None:
@@ -109,13 +117,28 @@ class Supervisor:
                 delay = backoff(child.failures)
                 child.restart_at = now + delay
                 _signal_group(child.proc.pid, signal.SIGTERM)  # orphans of a killed main process
+                child.reap_at = now + self.grace_s
                 if self.metrics_dir is not None:
                     prune_dead(self.metrics_dir)
                 self.say(
                     f"{child.spec.name} (pid {child.proc.pid}) exited with code {code} after {ran:.1f}s; "
                     f"restart #{child.restarts + 1} in {delay:.0f}s (log: {child.log_path})"
                 )
-            if child.restart_at is not None and now >= child.restart_at:
+            if child.reap_at is not None and child.proc is not None:
+                if not _group_alive(child.proc.pid):
+                    child.reap_at = None
+                elif now >= child.reap_at:
+                    self.say(
+                        f"{child.spec.name}: processes of its group (pgid {child.proc.pid}) still "
+                        f"alive {self.grace_s:.0f}s after SIGTERM: SIGKILL"
+                    )
+                    _signal_group(child.proc.pid, signal.SIGKILL)
+                    child.reap_at = now + 1.0  # looked at again until the group is gone
+            if (
+                child.restart_at is not None
+                and now >= child.restart_at
+                and child.reap_at is None  # its predecessor's group is gone
+            ):
                 child.restarts += 1
                 self._start(child)
                 self.say(
@@ -176,6 +199,32 @@ class Supervisor:
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.state_file)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live process of group `pgid` is left. Zombies do not count: an orphan's is
+    reaped by PID 1, which in a container may never do it."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 def _signal_group(pgid: int, sig: int) -> None:

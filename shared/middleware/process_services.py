@@ -10,6 +10,7 @@ pass, `worker.ready` follows; a process whose health port is taken never says it
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,7 @@ import dramatiq
 import structlog
 from dramatiq.middleware import Middleware
 
+from ..launcher.spawn import die_with_parent
 from ..observability.health import HealthServer
 from ..observability.metrics import UP
 
@@ -43,6 +45,11 @@ class ProcessServices(Middleware):
         self._stopping = threading.Event()
 
     def before_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
+        # A worker process forked by Dramatiq's main never outlives it: SIGKILLed, the main
+        # cannot forward SIGTERM, so the kernel sends it (the orphan held the health port).
+        parent = multiprocessing.parent_process()
+        if parent is not None and parent.pid is not None:
+            die_with_parent(parent.pid)
         if self.on_boot is not None:
             self.on_boot()
 
