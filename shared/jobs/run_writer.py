@@ -128,7 +128,8 @@ SELECT job_id, checkpoint, cancel_requested, attempt, executions FROM s
 BLOCKED = """
 SELECT job_id, status, attempt, executions,
        COALESCE(lease_until > now(), FALSE) AS live,
-       GREATEST(COALESCE(EXTRACT(epoch FROM lease_until - now()), 0), 0) AS remaining_s
+       GREATEST(COALESCE(EXTRACT(epoch FROM lease_until - now()), 0), 0) AS remaining_s,
+       lease_owner
   FROM job_runs WHERE job_id = ANY(%s)
 """
 #: Start a RUNNING run whose lease ran out (its worker died or stalled): a new execution, and
@@ -229,6 +230,8 @@ class Blocked:
     remaining_s: float
     attempt: int
     executions: int
+    #: Who holds (or held) its lease: `host:pid:random` (`RunWriter.owner`).
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -493,11 +496,13 @@ def _blocked(conn: psycopg.Connection[Any], job_ids: list[str]) -> dict[str, Blo
     """Why these starts were refused: None for a run that is finished or canceled (the
     delivery is skipped), a `Blocked` for a RUNNING one."""
     found: dict[str, Blocked | None] = {}
-    for job_id, status, attempt, executions, live, remaining in conn.execute(
+    for job_id, status, attempt, executions, live, remaining, owner in conn.execute(
         BLOCKED, (job_ids,)
     ).fetchall():
         if status == "RUNNING":
-            found[job_id] = Blocked(bool(live), float(remaining), int(attempt), int(executions))
+            found[job_id] = Blocked(
+                bool(live), float(remaining), int(attempt), int(executions), owner
+            )
         elif status in ("STAGED", "QUEUED", "FAILED"):  # changed meanwhile: try again shortly
             found[job_id] = Blocked(True, 0.0, int(attempt), int(executions))
         else:

@@ -11,10 +11,12 @@ import base64
 import contextlib
 import logging
 import random
+import socket
 import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, NoReturn
 
 import dramatiq
@@ -201,8 +203,9 @@ class Tracking(Middleware):
         delivery is deferred until the lease would run out, not run, not an attempt. Its lease
         ran out (the worker that held it died or stalled): the interrupted execution counts as
         an attempt; after the last one the run is DEAD (`WORKER_CRASHED`), else it is taken
-        over and run alone in this process, so that a job that kills its process takes no
-        neighbour down with it again."""
+        over at once. It runs alone in this process when it may be what killed its worker
+        (`must_run_alone`), so that a job that kills its process takes no neighbour down with it
+        again; a stalled worker's runs are taken over together, in parallel."""
         if blocked.live:
             self._defer(broker, message, info, blocked.remaining_s)
         if blocked.attempt + 1 > policy.max_attempts:
@@ -216,22 +219,25 @@ class Tracking(Middleware):
                 "run.finished", job_id=info.job_id, status="DEAD", error_code="WORKER_CRASHED"
             )
             raise SkipMessage(info.job_id)
-        self.gate.leave()
-        state.gate = None
-        if not self.gate.enter_solo(SOLO_WAIT_S):
-            self._defer(broker, message, info, SOLO_RETRY_S)
-        state.gate = "solo"
-        # The runs that just finished here must be on the record before this one runs: if it
-        # kills the process, their outcomes (still on their way to Postgres) would be lost and
-        # they would count as interrupted too.
-        for pending in list(self._outcomes):
-            with contextlib.suppress(Exception):
-                pending.waiter.result(SOLO_WAIT_S)
+        alone = must_run_alone(blocked)
+        if alone:
+            self.gate.leave()
+            state.gate = None
+            if not self.gate.enter_solo(SOLO_WAIT_S):
+                self._defer(broker, message, info, SOLO_RETRY_S)
+            state.gate = "solo"
+            # The runs that just finished here must be on the record before this one runs: if
+            # it kills the process, their outcomes (still on their way to Postgres) would be
+            # lost and they would count as interrupted too.
+            for pending in list(self._outcomes):
+                with contextlib.suppress(Exception):
+                    pending.waiter.result(SOLO_WAIT_S)
         log.warning(
             "run.taken_over",
             job_id=info.job_id,
             interrupted_attempt=blocked.attempt,
             executions=blocked.executions,
+            alone=alone,
         )
         taken = self.writer.takeover(info, policy.max_attempts)
         if isinstance(taken, Blocked):  # someone else took it over first
@@ -479,6 +485,35 @@ class Tracking(Middleware):
 
 #: A message of a paused queue goes back through the delay queue, into the (paused) queue.
 PAUSED_REQUEUE_MS = 500
+
+
+def must_run_alone(blocked: Blocked) -> bool:
+    """Whether a run whose lease ran out may have killed the process that ran it, so that its
+    new execution runs alone: it was interrupted more than once, or the worker that held its
+    lease ran on this host and its process is gone (a crash, an OOM kill). A worker whose process
+    still lives (frozen: SIGSTOP, swap, a long pause) or on another host (no way to tell a freeze
+    from a crash there) has its runs taken over together; a job that does kill its process is
+    then alone from its second interruption on."""
+    if blocked.executions >= 2 or not blocked.owner:
+        return True
+    host, _, rest = blocked.owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return not _process_lives(int(pid))
+
+
+def _process_lives(pid: int) -> bool:
+    """Whether process `pid` exists and is no zombie (a stopped one lives)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
 #: Longest a taken-over run waits for this process's other runs to finish before it runs alone.
 SOLO_WAIT_S = 10.0
 #: Then it is deferred for this long.

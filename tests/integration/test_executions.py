@@ -150,3 +150,47 @@ def test_a_worker_frozen_past_its_lease_leaves_every_execution_on_the_record(
     assert (final.result, final.error_code) == (run.result, None)
     assert procs.mark_lines().count(f"start {sent.job_id} x") == 2
     assert any(e.get("event") == "run.finished" for e in other.json_lines())
+
+
+@pytest.mark.slow
+def test_every_run_of_a_frozen_worker_is_taken_over_in_parallel_within_the_bound(
+    runtime, procs: Procs, db
+) -> None:
+    """Before: one worker SIGSTOPped with 8 runs in flight (heartbeat timeout 5 s): nothing taken
+    over at +8 s nor +15 s, one run at +35 s, the other 7 waited for the frozen worker to wake
+    (each taken-over run had to run alone). The bound docs/executions.md states: heartbeat
+    timeout + 3 s."""
+    frozen = procs.worker(threads=8, name="frozen")
+    org = uuid.uuid4()
+    sent = [SLEEP.send(_sleep(org, 8.0, f"s{i}")) for i in range(8)]
+    wait_for(
+        lambda: sum(line.startswith("start ") for line in procs.mark_lines()) == 8,
+        timeout=15,
+        what="8 runs in flight on one worker",
+    )
+    other = procs.worker(threads=8, name="other")
+    (pid,) = frozen.children()
+    os.kill(pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    timeout_s = runtime.settings.heartbeat_timeout_ms / 1000
+    try:
+        taken: dict[str, float] = {}
+
+        def all_taken() -> bool:
+            for s in sent:
+                if s.job_id not in taken and len(_executions(db, s.job_id)) == 2:
+                    taken[s.job_id] = time.monotonic() - stopped
+            return len(taken) == len(sent)
+
+        wait_for(all_taken, timeout=timeout_s + 20, interval=0.1, what="all 8 taken over")
+        latest = max(taken.values())
+        assert latest <= timeout_s + 3.0, sorted(taken.values())
+        for s in sent:
+            done = wait_run(s.job_id, "COMPLETED", org_id=org, timeout=30)
+            assert (done.executions, done.attempt) == (2, 2)
+            (first, second) = _executions(db, s.job_id)
+            assert first[2] != second[2]  # by two workers, both on the record
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    taken_over = [e for e in other.json_lines() if e.get("event") == "run.taken_over"]
+    assert len(taken_over) == 8 and not any(e["alone"] for e in taken_over)
