@@ -82,8 +82,10 @@ def _ready(broker: FleetRedisBroker) -> None:
         broker.store_watch.usable()
 
 
-def _stop(broker: FleetRedisBroker, writer: RunWriter) -> None:
-    """Acknowledge what is being made durable, then close the run writer."""
+def _stop(broker: FleetRedisBroker, writer: RunWriter, tracking: Tracking) -> None:
+    """Hand back the runs whose handler did not end within the grace, acknowledge what is
+    being made durable, then close the run writer."""
+    tracking.hand_back(broker)
     broker.acker.drain()
     writer.close()
 
@@ -109,14 +111,15 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
             sorted(catalog.QUEUES),
             {"consumers": consumers_check(broker)},
         ),
-        on_stop=lambda: _stop(broker, writer),
+        on_stop=lambda: _stop(broker, writer, tracking),
         on_boot=lambda: _ready(broker),
     )
+    tracking = Tracking(settings, writer)
     for middleware in (
         LogContext(),
         Metrics(),
         TimeLimit(time_limit=settings.default_time_limit_ms),
-        Tracking(settings, writer),
+        tracking,
         Heartbeat(interval_ms=settings.heartbeat_interval_ms),
         services,
     ):

@@ -173,6 +173,17 @@ UPDATE job_runs AS r
 )
 SELECT job_id FROM job_runs WHERE job_id = ANY(%(ids)s) AND lease_owner = %(w)s AND status = 'RUNNING'
 """
+#: Hand back runs this worker stops without finishing (a shutdown past its grace): QUEUED
+#: again, not an attempt, their lease given up to a marker no outcome of theirs can match (a
+#: handler that ends as the process exits records nothing). Their messages go back to the queue.
+RELEASE = """
+UPDATE job_runs
+   SET status = 'QUEUED', lease_owner = %(released)s, lease_until = NULL
+ WHERE job_id = ANY(%(ids)s) AND lease_owner = %(w)s AND status = 'RUNNING'
+RETURNING job_id
+"""
+#: `lease_owner` of a run handed back by its worker at shutdown.
+RELEASED = "released"
 QUEUED_MANY = """
 INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id,
                       payload, attempt, request_id, message_id, queued_at)
@@ -402,6 +413,15 @@ class RunWriter:
     def bury(self, job_id: str, error_code: str, error: str, timeout: float = 30) -> None:
         """DEAD, durably, a RUNNING run whose lease ran out (no new execution)."""
         self._durable.submit("bury", {"j": job_id, "ec": error_code, "er": error}).result(timeout)
+
+    def release(self, job_ids: list[str], timeout: float = 10) -> set[str]:
+        """Hand back runs of this process it will not finish (`RELEASE`); returns those it
+        held and handed back."""
+        if not job_ids:
+            return set()
+        params = {"ids": job_ids, "w": self.owner, "released": RELEASED}
+        released: set[str] = self._durable.submit("release", params).result(timeout)
+        return released
 
     def renew(self, job_ids: list[str], timeout: float = 10) -> set[str]:
         """Extend this process's leases on `job_ids`; returns those it still holds."""
@@ -849,6 +869,8 @@ class _Lane:
             results[id(op)] = None
         for op in by_kind.get("renew", ()):
             results[id(op)] = {row[0] for row in conn.execute(RENEW, op.params).fetchall()}
+        for op in by_kind.get("release", ()):
+            results[id(op)] = {row[0] for row in conn.execute(RELEASE, op.params).fetchall()}
         for op in by_kind.get("progress", ()):
             row = conn.execute(PROGRESS, op.params).fetchone()
             results[id(op)] = bool(row[0]) if row else None

@@ -33,7 +33,7 @@ from ..jobs import catalog
 from ..jobs.context import JobContext, set_current_job
 from ..jobs.message import MessageInfo, message_info
 from ..jobs.outcome import ERROR_MAX_CHARS, Outcome, decide
-from ..jobs.run_writer import Blocked, Finish, RowRefused, RunWriter, Started
+from ..jobs.run_writer import RELEASED, Blocked, Finish, RowRefused, RunWriter, Started
 
 log = structlog.get_logger("jobfleet.tracking")
 #: The standard logger behind `log`: asked first whether a level is enabled at all.
@@ -74,6 +74,8 @@ class Tracking(Middleware):
         #: their outcome is durable (a lease that ran out meanwhile would let a redelivery
         #: take the run over while its COMPLETED row is on its way).
         self._running: dict[str, JobContext] = {}
+        #: Their messages (to hand them back if the process stops before they end).
+        self._messages: dict[str, Any] = {}
         #: Of those, the ones whose handler is done (their outcome on its way).
         self._settling: set[str] = set()
         self._stop = threading.Event()
@@ -84,6 +86,38 @@ class Tracking(Middleware):
 
     def after_worker_shutdown(self, broker: dramatiq.Broker, worker: Any) -> None:
         self._stop.set()
+
+    def hand_back(self, broker: Any) -> int:
+        """At shutdown, once the grace has passed: the runs still executing here (their handler
+        did not end in time) are QUEUED again, not an attempt, and their messages go back to
+        their queue at once. Before, they waited for the heartbeat maintenance and were then
+        taken over one at a time (the next drain took 3x as long). Returns how many."""
+        self._stop.set()  # no renewal from now on
+        running = {
+            job_id: self._messages[job_id]
+            for job_id in list(self._running)
+            if job_id not in self._settling and job_id in self._messages
+        }
+        if not running:
+            return 0
+        try:
+            released = self.writer.release(list(running))
+        except Exception as exc:  # their leases run out; they are taken over as after a crash
+            log.warning("worker.hand_back_failed", runs=len(running), error=str(exc)[:200])
+            return 0
+        by_queue: dict[str, list[str]] = {}
+        for job_id in released:
+            message = running[job_id]
+            redis_id = message.options.get("redis_message_id")
+            if redis_id:
+                by_queue.setdefault(message.queue_name, []).append(redis_id)
+        try:
+            for queue, ids in by_queue.items():
+                broker.do_requeue(queue, *ids)
+        except Exception as exc:  # QUEUED; the heartbeat maintenance returns the messages
+            log.warning("worker.hand_back_failed", runs=len(released), error=str(exc)[:200])
+        log.warning("worker.handed_back", runs=len(released), job_ids=sorted(released)[:20])
+        return len(released)
 
     def _renew_leases(self) -> None:
         """Every heartbeat interval: extend the leases of the runs in flight; a run whose lease
@@ -187,6 +221,7 @@ class Tracking(Middleware):
         state.started = time.monotonic()
         state.token = set_current_job(ctx)
         self._running[info.job_id] = ctx
+        self._messages[info.job_id] = message
         if refusal is not None:  # recorded as started: the outcome makes it DEAD at once
             raise refusal
 
@@ -248,6 +283,7 @@ class Tracking(Middleware):
         """Stop renewing the lease of a run whose outcome is recorded."""
         if self._running.get(ctx.job_id) is ctx:
             self._running.pop(ctx.job_id, None)
+            self._messages.pop(ctx.job_id, None)
             self._settling.discard(ctx.job_id)
 
     def _defer(
@@ -496,6 +532,8 @@ def must_run_alone(blocked: Blocked) -> bool:
     then alone from its second interruption on."""
     if blocked.executions >= 2 or not blocked.owner:
         return True
+    if blocked.owner == RELEASED:  # handed back at a shutdown: nothing crashed
+        return False
     host, _, rest = blocked.owner.partition(":")
     pid = rest.partition(":")[0]
     if host != socket.gethostname() or not pid.isdigit():
