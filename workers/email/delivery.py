@@ -34,6 +34,7 @@ from typing import Any
 
 import psycopg
 import structlog
+from prometheus_client import Counter
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -49,10 +50,17 @@ from shared.jobs.context import JobContext
 from . import sequences, store
 from .feedback import bounces, tracking, unsubscribe
 from .message import build_message, envelope_address, message_id_for, serialize
-from .smtp import SmtpDeferred, SmtpOutcomeUnknown, SmtpRejected
+from .smtp import SmtpDeferred, SmtpOutcomeUnknown, SmtpRejected, SmtpRelayFault
 from .wiring import Mailer
 
 log = structlog.get_logger("jobfleet.email")
+
+#: The relay refused this fleet's configuration (credentials, TLS): alert on any increase.
+RELAY_FAULTS = Counter(
+    "jobfleet_email_relay_faults_total",
+    "Emails deferred because the SMTP relay refused the fleet's credentials or TLS setting",
+    ["cause"],
+)
 
 
 class Unconfirmed(PermanentError):
@@ -276,6 +284,9 @@ def _stop_before_send(
 def _defer(m: Mailer, row: store.EmailRow, exc: SmtpDeferred) -> Exception:
     """QUEUED with the reply and a retry on the deferral schedule, or FAILED (PermanentError)
     once the outage window that began with the first deferral is over."""
+    if isinstance(exc, SmtpRelayFault):
+        RELAY_FAULTS.labels(exc.error_code).inc()
+        log.error("email.relay_fault", cause=exc.error_code, error=exc.reason, email_id=str(row.id))
     now = m.clock()
     with m.pool.connection() as conn:
         conn.execute("SET LOCAL synchronous_commit TO on")

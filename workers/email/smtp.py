@@ -14,9 +14,10 @@ wait, so the threads of a process send at once (issue 16: smtplib in the worker 
 third of the CPU of aiosmtplib on an event loop in another thread, with its two thread hand-offs
 per email).
 
-Outcomes: `Accepted` (the server took responsibility: 250 to DATA); `SmtpRejected` (a 5xx reply,
-or a misconfiguration such as STARTTLS not offered: retrying cannot help); `SmtpDeferred` (a
-4xx reply, connection refused, timeout or disconnect before DATA: nothing was delivered, retry);
+Outcomes: `Accepted` (the server took responsibility: 250 to DATA); `SmtpRejected` (a 5xx reply
+about the email: retrying cannot help); `SmtpDeferred` (a 4xx reply, connection refused, timeout
+or disconnect before DATA: nothing was delivered, retry), and of those `SmtpRelayFault` (the
+relay refused this fleet's credentials or TLS setting: a configuration fault, not the email's);
 `SmtpOutcomeUnknown` (the connection failed while DATA was in flight: the server may or may not
 have accepted the message; SMTP offers no way to ask afterwards, RFC 5321 §6.1).
 """
@@ -107,6 +108,43 @@ class SmtpDeferred(SmtpFailure):
     """A 4xx reply or a network failure before DATA: nothing delivered, try again later."""
 
 
+class SmtpRelayFault(SmtpDeferred):
+    """The relay refused this fleet's connection settings, not the email: wrong credentials
+    (535/534 to AUTH), a relay that requires STARTTLS or AUTH while the fleet speaks plain SMTP
+    (530), a TLS setting the relay cannot serve. Every email would fail the same way until the
+    configuration is fixed: deferred within the outage window like an unreachable relay (a
+    password rotation must not dead-letter all mail), said loudly (`email.relay_fault`), and
+    named by its cause, never by a recipient."""
+
+
+def _relay_fault(config: SmtpConfig, code: int | None, reply: str, stage: str) -> SmtpRelayFault:
+    where = f"SMTP relay {config.host}:{config.port}"
+    upper = reply.upper()
+    if "STARTTLS" in upper or stage == "tls":
+        cause, error_code = (
+            f"{where} requires STARTTLS, SMTP_SECURITY is {config.security!r} "
+            "(set SMTP_SECURITY=starttls)"
+            if stage != "tls"
+            else f"{where} cannot serve SMTP_SECURITY={config.security!r}",
+            "SMTP_TLS_MISMATCH",
+        )
+    elif stage == "auth":
+        cause, error_code = (
+            f"{where} refused our credentials (check SMTP_USERNAME and SMTP_PASSWORD)",
+            "SMTP_AUTH_FAILED",
+        )
+    else:
+        cause, error_code = (
+            f"{where} requires authentication (set SMTP_USERNAME and SMTP_PASSWORD)",
+            "SMTP_AUTH_REQUIRED",
+        )
+    return SmtpRelayFault(f"{cause}: {reply}", stage=stage, code=code, error_code=error_code)
+
+
+#: Replies to MAIL or RCPT that are about the session, not the address (RFC 4954 §6).
+_SESSION_REFUSALS = (530,)
+
+
 class SmtpOutcomeUnknown(SmtpFailure):
     """The connection was lost while DATA was in flight: accepted or not, nobody can tell."""
 
@@ -180,11 +218,14 @@ def _open(config: SmtpConfig) -> smtplib.SMTP:
             client.ehlo()
         if config.username:
             if not client.has_extn("auth"):
-                raise SmtpRejected(
-                    f"{config.host}:{config.port} does not offer AUTH (SMTP_USERNAME is set)",
-                    stage="auth",
-                )
-            client.login(config.username, config.password or "")
+                raise _relay_fault(config, None, "AUTH not offered (SMTP_USERNAME is set)", "auth")
+            try:
+                client.login(config.username, config.password or "")
+            except smtplib.SMTPResponseException as exc:
+                if exc.smtp_code in (530, 534, 535, 538):
+                    reply = _reply(exc.smtp_code, exc.smtp_error)
+                    raise _relay_fault(config, exc.smtp_code, reply, "auth") from None
+                raise
     except BaseException:
         client.close()
         raise
@@ -208,7 +249,7 @@ def connect(config: SmtpConfig) -> smtplib.SMTP:
     except SmtpFailure:
         raise
     except smtplib.SMTPNotSupportedError as exc:
-        raise SmtpRejected(f"{config.host}:{config.port}: {exc}", stage="tls") from None
+        raise _relay_fault(config, None, str(exc), "tls") from None
     except smtplib.SMTPResponseException as exc:
         raise _classify(exc.smtp_code, exc.smtp_error, "connect") from None
     except (smtplib.SMTPException, OSError) as exc:
@@ -246,12 +287,16 @@ def begin(
         if code != 250:
             if reused and code == 421:  # an idle timeout the server announced
                 raise StaleConnection(_reply(code, message))
+            if code in _SESSION_REFUSALS:
+                raise _relay_fault(config, code, _reply(code, message), "mail")
             raise _classify(code, message, "mail")
         refused: dict[str, str] = {}
         stage = "rcpt"
         for index, recipient in enumerate(envelope.recipients):
             code, message = _command(client, "rcpt", f"TO:<{recipient}>")
             if code not in (250, 251):
+                if code in _SESSION_REFUSALS:
+                    raise _relay_fault(config, code, _reply(code, message), "rcpt")
                 if index == 0:
                     raise _classify(code, message, "rcpt", recipient)
                 refused[recipient] = _reply(code, message)
