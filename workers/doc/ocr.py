@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -98,6 +99,21 @@ class Tesseract:
         return proc.stdout
 
 
+#: A word broken at a line end by a hyphen, as OCR reads it ("docu-" then "ment"): joined when the
+#: next line goes on in lower case; a capital (a name, "Jean-\nPierre") keeps its hyphen.
+_BROKEN_WORD = re.compile(r"([^\W\d_])-[^\S\n]*\n[^\S\n]*(?=[^\W\d_])")
+
+
+def join_hyphenated(text: str) -> str:
+    """`text` with its line-end hyphenations joined ("docu-\nment" -> "document")."""
+
+    def join(match: re.Match[str]) -> str:
+        following = text[match.end()]
+        return match.group(1) if following.islower() else match.group(0)
+
+    return _BROKEN_WORD.sub(join, text)
+
+
 def parse_tsv(tsv: str) -> OcrResult:
     """Text (lines and paragraphs kept) and length-weighted mean word confidence of a TSV."""
     lines: dict[tuple[str, str, str, str], list[str]] = {}
@@ -128,4 +144,5 @@ def parse_tsv(tsv: str) -> OcrResult:
         text_lines.append(" ".join(line_words))
         previous = paragraph
     confidence = round(weighted / chars / 100, 4) if chars else 0.0
-    return OcrResult(text="\n".join(text_lines), confidence=confidence, words=words)
+    text = join_hyphenated("\n".join(text_lines))
+    return OcrResult(text=text, confidence=confidence, words=words)

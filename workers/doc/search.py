@@ -24,8 +24,8 @@ from .wiring import DocServices
 
 INDEX_PAGES = """
 UPDATE document_pages
-SET tsv_fr = CASE WHEN language IN ('fr', 'und') THEN to_tsvector('french', coalesce(text, '')) END,
-    tsv_en = CASE WHEN language IN ('en', 'und') THEN to_tsvector('english', coalesce(text, '')) END
+SET tsv_fr = CASE WHEN language <> 'en' THEN to_tsvector('french', coalesce(text, '')) END,
+    tsv_en = CASE WHEN language <> 'fr' THEN to_tsvector('english', coalesce(text, '')) END
 WHERE document_id = %s AND org_id = %s AND status = 'DONE'
 """
 
