@@ -7,7 +7,7 @@ FROM python:3.11-slim
 # export worker embeds in PDF reports (EXPORT_PDF_FONT).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-fra tesseract-ocr-eng \
-    fonts-dejavu-core \
+    fonts-dejavu-core fonts-droid-fallback fonts-nanum \
  && rm -rf /var/lib/apt/lists/*
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1

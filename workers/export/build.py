@@ -131,6 +131,7 @@ def _write(
             total=rows.total,
             pdf_font=x.settings.pdf_font,
             pdf_font_bold=x.settings.pdf_font_bold,
+            pdf_fallback_fonts=tuple(x.settings.pdf_fallback_fonts),
         )
         with x.storage.open_writer(object_key_for(row, fmt.extension), fmt.content_type) as writer:
             writer.on_token = lambda token: progress.save(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from shared.config import DomainSettings, settings_for
+from shared.config import DomainSettings, StrList, settings_for
 
 
 class ExportSettings(DomainSettings):
@@ -38,6 +38,16 @@ class ExportSettings(DomainSettings):
     pdf_font_bold: str = Field(
         default="/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
         description="Bold face of EXPORT_PDF_FONT (empty or missing: the regular face)",
+    )
+    pdf_fallback_fonts: StrList = Field(
+        default_factory=lambda: [
+            "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+            "/usr/share/fonts/truetype/nanum/NanumGothic.ttf",
+        ],
+        description="TrueType fonts for the characters EXPORT_PDF_FONT lacks, tried in order "
+        "(comma-separated; default: Droid Sans Fallback for Chinese and Japanese, Nanum Gothic "
+        "for Korean, from Debian's fonts-droid-fallback and fonts-nanum); a character none "
+        "covers prints as a replacement mark and the export's result lists it under warnings",
     )
 
 

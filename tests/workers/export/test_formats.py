@@ -122,6 +122,39 @@ def test_pdf_prints_every_character_of_the_data(
     assert result["font"] == "DejaVuSans"
 
 
+CJK_LABELS = ("日本語のラベル", "中文标签", "한국어 라벨")
+
+
+def test_pdf_prints_cjk_from_the_fallback_font_and_marks_what_no_font_has(
+    exporter: Exporter, db: psycopg.Connection[Any]
+) -> None:
+    """Before: `日本語のラベル 中文标签` printed as an empty cell (DejaVu lacks them) and the
+    export was COMPLETED without a word (issue 31)."""
+    org = uuid.uuid4()
+    tangut = "\U00017001"  # in no font of the machine
+    for label in (*CJK_LABELS, f"glyph {tangut} here"):
+        db.execute(
+            "INSERT INTO ledger_entries (org_id, entry_date, journal, account, label, debit, credit) "
+            "VALUES (%s, '2026-01-02', 'CJK', '6470', %s, 1, 0)",
+            (org, label),
+        )
+    with structlog.testing.capture_logs() as logs:
+        result = build_export(
+            new_export(db, org, format="PDF", filters={"journal": "CJK"}),
+            job_context(org),
+            exporter,
+        )
+
+    [page] = pdf_text(exporter.storage.read(result["key"]))
+    text = " ".join(page.split())
+    for label in CJK_LABELS:
+        assert label in text, (label, text)
+    assert "glyph \ufffd here" in text  # a visible mark, not nothing
+    [warning] = result["warnings"]
+    assert "1 character(s)" in warning and tangut in warning
+    assert [e["count"] for e in logs if e["event"] == "export.pdf_glyphs_missing"] == [1]
+
+
 def test_pdf_without_its_font_file_falls_back_to_latin1_helvetica(
     exporter: Exporter, db: psycopg.Connection[Any], tmp_path: Path
 ) -> None:

@@ -28,6 +28,8 @@ class Meta:
     total: int
     pdf_font: str = ""  # TrueType files (EXPORT_PDF_FONT, _BOLD); empty: built-in Helvetica
     pdf_font_bold: str = ""
+    #: Fonts for the characters EXPORT_PDF_FONT lacks (CJK...), tried in order, glyph by glyph.
+    pdf_fallback_fonts: tuple[str, ...] = ()
 
 
 @dataclass

@@ -8,6 +8,11 @@ fonts-dejavu-core by default: Latin, Greek, Cyrillic, punctuation such as `â‚¬ â
 as a subset with its Unicode map, so every character of the data prints and can be copied or
 searched. When the font file is missing the report falls back to the built-in Helvetica, which
 covers Latin-1 only (other characters print as `?`), and logs `export.pdf_font_missing`.
+
+Characters the font lacks are set glyph by glyph in the fonts of EXPORT_PDF_FALLBACK_FONTS
+(Droid Sans Fallback by default: Chinese, Japanese, Korean). A character no font covers prints
+as a visible replacement mark (before: nothing, an empty cell in a COMPLETED export), is logged
+(`export.pdf_glyphs_missing`) and listed in the export's result under `warnings`.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ log = structlog.get_logger("jobfleet.export")
 FONT_SIZE = 7
 LINE_H = 4.2
 EMBEDDED = "body"  # the family name the embedded font is registered under
+#: What stands for a character no font covers (U+FFFD when a font has it, else `?`).
+REPLACEMENT = "\ufffd"
 
 
 def _latin1(text: str) -> str:
@@ -43,9 +50,26 @@ def _report_class() -> type:
         widths: list[float]
         report_font = "Helvetica"
 
+        #: Code points some embedded font covers (None: the built-in font, Latin-1 only).
+        covered: set[int] | None = None
+        replacement = "?"
+        #: Characters no font covers, as met.
+        missing: dict[str, int]
+
         def text_of(self, text: str) -> str:
-            """`text` as the current font can print it (the built-in one: Latin-1 only)."""
-            return text if self.report_font == EMBEDDED else _latin1(text)
+            """`text` as the fonts can print it (the built-in one: Latin-1 only)."""
+            if self.covered is None:
+                return _latin1(text)
+            if all(ord(ch) in self.covered or ch in " \t" for ch in text):
+                return text
+            shown = []
+            for ch in text:
+                if ord(ch) in self.covered or ch in " \t":
+                    shown.append(ch)
+                else:
+                    self.missing[ch] = self.missing.get(ch, 0) + 1
+                    shown.append(self.replacement)
+            return "".join(shown)
 
         def header(self) -> None:
             if self.page_no() > 1:
@@ -83,6 +107,20 @@ def _embed_font(pdf: Any, meta: Meta) -> str:
     pdf.add_font(EMBEDDED, "B", str(bold))
     pdf.add_font(EMBEDDED, "I", str(regular))  # the footer only: no italic face is needed
     pdf.report_font = EMBEDDED
+    covered = set(pdf.fonts[EMBEDDED].cmap)
+    fallbacks = []
+    for index, path in enumerate(meta.pdf_fallback_fonts):
+        if not Path(path).is_file():
+            log.warning("export.pdf_font_missing", path=path, role="fallback")
+            continue
+        name = f"fallback{index}"
+        pdf.add_font(name, "", path)
+        covered |= set(pdf.fonts[name].cmap)
+        fallbacks.append(name)
+    if fallbacks:
+        pdf.set_fallback_fonts(fallbacks, exact_match=False)
+    pdf.covered = covered
+    pdf.replacement = REPLACEMENT if ord(REPLACEMENT) in covered else "?"
     return regular.stem
 
 
@@ -93,6 +131,7 @@ def write_pdf(out: IO[bytes], export_type: ExportType, batches: Batches, meta: M
     pdf.set_auto_page_break(auto=True, margin=12)
     usable = pdf.w - pdf.l_margin - pdf.r_margin
     scale = usable / sum(c.width for c in columns)
+    pdf.missing = {}
     pdf.names = export_type.column_names()
     pdf.widths = [c.width * scale for c in columns]
     font = _embed_font(pdf, meta)
@@ -131,7 +170,19 @@ def write_pdf(out: IO[bytes], export_type: ExportType, batches: Batches, meta: M
     pdf.ln()
     out.write(bytes(pdf.output()))
     shown_totals = {columns[i].name: format(v, "f") for i, v in totals.items()}
-    return Written(rows, {"pages": pdf.pages_count, "totals": shown_totals, "font": font})
+    extra: dict[str, Any] = {"pages": pdf.pages_count, "totals": shown_totals, "font": font}
+    if pdf.missing:
+        sample = "".join(sorted(pdf.missing)[:20])
+        count = sum(pdf.missing.values())
+        warning = (
+            f"{count} character(s) no font covers printed as {pdf.replacement!r}: {sample!r} "
+            "(add a font that has them to EXPORT_PDF_FALLBACK_FONTS)"
+        )
+        log.warning(
+            "export.pdf_glyphs_missing", export_id=meta.export_id, count=count, sample=sample
+        )
+        extra["warnings"] = [warning]
+    return Written(rows, extra)
 
 
 def _header_lines(meta: Meta) -> list[str]:
