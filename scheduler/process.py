@@ -203,7 +203,7 @@ def main(settings: Settings | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    runtime = Runtime(settings)
+    runtime = Runtime(settings, kind="scheduler")
     set_runtime(runtime)
     scheduler = build_scheduler(runtime)
     server = health_server(settings, scheduler)

@@ -69,7 +69,7 @@ def boot_worker(domain: str, *, settings: Settings | None = None) -> FleetRedisB
     configure_logging(level=settings.log_level, fmt=settings.log_format, process=service)
     broker = worker_broker(settings, service)
     dramatiq.set_broker(broker)
-    set_runtime(Runtime(settings, broker=broker))
+    set_runtime(Runtime(settings, broker=broker, kind="worker"))
     return broker
 
 

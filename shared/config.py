@@ -83,6 +83,13 @@ class Settings(BaseSettings):
         "(no prepared statements, no session SET or startup options, outbox relay polls "
         "instead of LISTEN; docs/scaling.md)",
     )
+    db_pool_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most connections of a process's Postgres pool (its run writer holds 2 more); "
+        "default by process kind: worker 10 (8 threads + 2), scheduler 6, any other (API, "
+        "console, CLI) 8. `fleet status` shows the connections in use against max_connections",
+    )
     redis_sentinels: str = Field(
         default="",
         description="Redis Sentinels `host:port,host:port,...`: the master they name replaces "

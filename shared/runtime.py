@@ -22,13 +22,30 @@ if TYPE_CHECKING:
     from .jobs.send import Sender
 
 
+#: Default size of a process's Postgres pool by its kind (DB_POOL_SIZE overrides it): a worker's
+#: threads each hold one at most, plus the lease renewals and probes; the scheduler's jobs run
+#: a few at a time. Was 16 for every process: four held 48 of a server's 100 connections.
+POOL_SIZES = {"worker": 10, "scheduler": 6, "other": 8}
+
+
 class Runtime:
     #: True for the test kit's runtime (`shared.testing`): sends and outbox events are recorded.
     captures_sends = False
 
-    def __init__(self, settings: Settings, *, broker: dramatiq.Broker | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        broker: dramatiq.Broker | None = None,
+        kind: str = "other",
+    ) -> None:
         self.settings = settings
         self._broker = broker
+        self.kind = kind
+
+    @property
+    def pool_size(self) -> int:
+        return self.settings.db_pool_size or POOL_SIZES.get(self.kind, POOL_SIZES["other"])
 
     @cached_property
     def broker(self) -> dramatiq.Broker:
@@ -53,7 +70,7 @@ class Runtime:
         return ConnectionPool(
             self.settings.database_dsn,
             min_size=1,
-            max_size=16,
+            max_size=self.pool_size,
             kwargs={**options, **connect_kwargs(self.settings)},
             name="jobfleet-producer",
             open=True,

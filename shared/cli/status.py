@@ -6,6 +6,7 @@ What it shows and where each figure comes from:
   the launcher's state file (`var/run/fleet.json`, written by `make run`) with its
   `/health/ready` answer;
 - outbox backlog: PENDING events and the age of the oldest;
+- postgres connections: in use (all databases, this one, active) against `max_connections`;
 - the domains' sections (`Domain.status` in their registrations, e.g. the scheduler's runs and
   the indexer's lag), each read from the fleet's `/metrics` and Postgres by the domain itself.
 
@@ -151,6 +152,31 @@ def outbox_backlog(settings: Settings) -> Section:
     }
 
 
+def connections(settings: Settings) -> Section:
+    """Postgres connections in use, by database and application, against `max_connections`
+    (each process's pool is DB_POOL_SIZE at most, plus its run writer's 2)."""
+    import psycopg
+
+    with psycopg.connect(settings.database_dsn, connect_timeout=2, autocommit=True) as conn:
+        limit = int(conn.execute("SHOW max_connections").fetchone()[0])  # type: ignore[index]
+        reserved = int(
+            conn.execute("SHOW superuser_reserved_connections").fetchone()[0]  # type: ignore[index]
+        )
+        rows = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE datname = current_database()),"
+            " count(*) FILTER (WHERE datname = current_database() AND state = 'active')"
+            " FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        ).fetchone()
+    assert rows is not None
+    return {
+        "in_use": int(rows[0]),
+        "this_database": int(rows[1]),
+        "active": int(rows[2]),
+        "max_connections": limit,
+        "available": limit - reserved - int(rows[0]),
+    }
+
+
 def collect(settings: Settings, state_file: Path) -> dict[str, Section]:
     procs = guard(lambda: processes(state_file))
     urls = [p["health_url"] for p in procs.get("processes", [])] or _planned_urls(settings)
@@ -159,6 +185,7 @@ def collect(settings: Settings, state_file: Path) -> dict[str, Section]:
         "queues": guard(lambda: queues(settings)),
         "workers": {"heartbeats": guard(lambda: heartbeats(settings)), **procs},
         "outbox": guard(lambda: outbox_backlog(settings)),
+        "postgres": guard(lambda: connections(settings)),
         **domain_sections(settings, metrics),
     }
 
@@ -236,6 +263,14 @@ def render(report: dict[str, Section]) -> None:
         + (f", oldest {o['oldest_pending_s']} s" if o["oldest_pending_s"] is not None else "")
     )
     out.print(f"[bold]outbox[/bold]: {cell(backlog)}")
+    pg = report.get("postgres", {})
+    line = pg.get("error") or (
+        f"{pg['in_use']} of max_connections {pg['max_connections']} in use "
+        f"({pg['this_database']} on this database, {pg['active']} active; "
+        f"{pg['available']} left for clients)"
+    )
+    style = "red" if "error" not in pg and pg["available"] < 10 else "bold"
+    out.print(f"[{style}]postgres connections[/{style}]: {cell(line)}")
     _render_domains(report)
 
 

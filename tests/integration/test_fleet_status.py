@@ -57,3 +57,44 @@ def test_an_unreachable_redis_is_reported_in_its_sections_only(
     report = status.collect(broken, tmp_path / "fleet.json")
     assert "error" in report["queues"] and "error" in report["workers"]["heartbeats"]
     assert report["outbox"]["pending"] == 0
+
+
+def test_postgres_connections_in_use_are_shown_against_max_connections(
+    settings: Settings, db: Any, tmp_path: Path
+) -> None:
+    """Before: nothing showed them, and each process's pool was fixed at 16 (issue 31)."""
+    held = Runtime(settings, kind="worker")
+    try:
+        with held.pool.connection():
+            report = status.collect(settings, tmp_path / "fleet.json")
+    finally:
+        held.pool.close()
+    pg = report["postgres"]
+    (limit,) = db.execute("SHOW max_connections").fetchone()
+    assert pg["max_connections"] == int(limit)
+    assert pg["this_database"] >= 2  # this test's connection and the pool's
+    assert 0 < pg["available"] < int(limit)
+
+    from rich.console import Console
+
+    from shared.cli import output
+
+    console = Console(record=True, width=200)
+    original, output.out = output.out, console
+    try:
+        status.render(report)
+    finally:
+        output.out = original
+    assert f"of max_connections {limit} in use" in console.export_text()
+
+
+def test_the_pool_size_is_a_setting_sized_by_process_kind(settings: Settings) -> None:
+    sizes = {
+        kind: Runtime(settings, kind=kind).pool_size for kind in ("worker", "scheduler", "other")
+    }
+    assert sizes == {"worker": 10, "scheduler": 6, "other": 8}
+    small = Runtime(settings.model_copy(update={"db_pool_size": 3}), kind="worker")
+    try:
+        assert small.pool.max_size == 3  # the real pool, on the real server
+    finally:
+        small.pool.close()
