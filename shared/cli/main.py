@@ -99,18 +99,24 @@ app = FleetApp(
 )
 
 
+#: Commands that reach no Redis nor Postgres: nothing to say about services.
+NO_SERVICES = frozenset({"contracts", "config"})
+
+
 @app.callback()
-def _configure() -> None:
+def _configure(ctx: typer.Context) -> None:
     # Library logs (outbox, run writer, ...) go to stderr, so stdout stays clean for --json.
     from shared.observability.logging import configure_logging
 
     configure_logging(
         level=os.environ.get("FLEET_LOG_LEVEL", "WARNING"), fmt="console", process="fleet"
     )
-    _adopt_local_fleet()
+    adopted = _adopt_local_fleet()
+    if not adopted and ctx.invoked_subcommand not in NO_SERVICES:
+        _say_unconfigured()
 
 
-def _adopt_local_fleet() -> None:
+def _adopt_local_fleet() -> bool:
     """With nothing configured (no REDIS_URL, no DATABASE_URL), use the services of the fleet
     `make run` is running here (`var/run/services.json`), and say so: a second terminal then
     reaches the fleet's own embedded Redis and Postgres, never the defaults silently."""
@@ -118,12 +124,12 @@ def _adopt_local_fleet() -> None:
     from shared.launcher import services_file
 
     if "REDIS_URL" in os.environ or "DATABASE_URL" in os.environ:
-        return  # configured: the environment says which services, whatever runs here
+        return False  # configured: the environment says which services, whatever runs here
     var_dir = os.environ.get("VAR_DIR") or get_settings().var_dir
     file = services_file.path(var_dir)
     exports = services_file.read_live(file)
     if not exports:
-        return
+        return False
     taken = {k: v for k, v in exports.items() if k not in os.environ}
     os.environ.update(taken)
     get_settings.cache_clear()
@@ -133,6 +139,38 @@ def _adopt_local_fleet() -> None:
 
     shown = ", ".join(f"{k}={redact_url(v)}" for k, v in taken.items())
     output.err.print(escape(f"using the running local fleet's services ({file}): {shown}"))
+    return True
+
+
+def _say_unconfigured() -> None:
+    """Name the Redis and Postgres a command uses when the environment did not choose them (a
+    default, or a `.env` file): after the local fleet stopped, the CLI read 127.0.0.1:6379 and
+    :5432 (another server's, maybe) without a word. Configured by REDIS_URL and DATABASE_URL,
+    it is the caller's choice and nothing is printed."""
+    from rich.markup import escape
+
+    from shared.config import Settings, get_settings
+
+    from .settings import redact_url
+
+    settings = get_settings()
+    defaults = Settings.model_construct()
+    said = []
+    for variable, value, default in (
+        ("REDIS_URL", settings.redis_url, defaults.redis_url),
+        ("DATABASE_URL", settings.database_url, defaults.database_url),
+    ):
+        if variable in os.environ:
+            continue
+        origin = "the default" if value == default else "from .env"
+        said.append(f"{variable}={redact_url(value)} ({origin})")
+    if said:
+        output.err.print(
+            escape(
+                "using " + ", ".join(said) + ": not set in the environment and no local fleet "
+                "running here (set REDIS_URL and DATABASE_URL to choose)"
+            )
+        )
 
 
 app.add_typer(jobs.app, name="jobs")
