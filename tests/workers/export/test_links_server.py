@@ -117,3 +117,47 @@ def test_paths_that_are_no_object_key_get_a_4xx_and_no_traceback(
     time.sleep(0.1)  # the handler logs the request (and any traceback) after answering
     log = link_server.proc.log()
     assert "Traceback" not in log, log
+
+
+def test_make_run_serves_the_links_it_hands_out(tmp_path: Path) -> None:
+    """Before: `make run` handed out links on :9180 that nothing served (`fleet export
+    serve-links` had to be started by hand). Now the links server is one of its extras,
+    started as `make run` starts it (its process spec), and serves a signed link."""
+    from shared.launcher.plan import extra_spec, find_extra
+
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}/files"
+    root = tmp_path / "storage"
+    env = {
+        **test_env(),
+        "STORAGE_BACKEND": "local",
+        "STORAGE_LOCAL_ROOT": str(root),
+        "STORAGE_BUCKET": "exports",
+        "STORAGE_SIGNING_KEY": SIGNING_KEY,
+        "STORAGE_LINK_BASE_URL": base_url,
+        "EXPORT_LINKS_PORT": str(port),
+    }
+    spec = extra_spec(find_extra("export-links"), env)
+    assert spec is not None and spec.health_port == port
+    storage = LocalBackend(
+        root, "exports", signing_key=SIGNING_KEY.encode(), link_base_url=base_url
+    )
+    key = object_key("orgs", "o1", "exports", "e2", "make-run.csv")
+    storage.put(key, b"a,b\n1,2\n", "text/csv")
+    proc = Proc(list(spec.argv), env={**env, **spec.env}, log_path=tmp_path / "links.log")
+    try:
+        server = LinkServer(proc, port, storage)
+        wait_for(lambda: _answers(server), timeout=20, what="the links server's health")
+        url = urlsplit(storage.signed_url(key, expires_in=60, filename="make-run.csv"))
+        status, body = server.get(f"{url.path}?{url.query}")
+        assert (status, body) == (200, b"a,b\n1,2\n")
+        assert server.get(f"{url.path}?{url.query.replace('sig=', 'sig=0')}")[0] == 403
+    finally:
+        proc.close()
+
+
+def _answers(server: LinkServer) -> bool:
+    try:
+        return server.get("/health/ready")[0] == 200
+    except OSError:
+        return False
