@@ -91,7 +91,12 @@ def test_xlsx_text_cells_hold_the_data_unchanged(
 ) -> None:
     org = uuid.uuid4()
     seed_ledger(db, org, 10)
-    hostile = ('=HYPERLINK("http://x.test","pay")', "@SUM(A1:A9)", "-40 % remise", "+33 1 23")
+    hostile = (
+        '=HYPERLINK("http://x.test","pay")', "@SUM(A1:A9)", "-40 % remise", "+33 1 23",
+        # A carriage return read back as itself by an XML reader that does not decode OOXML's
+        # `_x000D_` (openpyxl's): before, '\r=1+1' came back '_x000D_=1+1' (issue 31).
+        "\r=1+1", "two\r\nlines",
+    )  # fmt: skip
     for label in hostile:
         db.execute(
             "INSERT INTO ledger_entries (org_id, entry_date, journal, account, label, debit, credit) "

@@ -9,6 +9,7 @@ more go to the next sheet.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Callable
 from datetime import date, datetime
@@ -28,8 +29,31 @@ OPTIONS = {
 }
 
 
+_CR_ESCAPE = re.compile(r"(?<!_x005F)_x000D_")
+
+
+def _sheet_class() -> type:
+    """xlsxwriter's worksheet, writing a carriage return as the XML character reference `&#13;`
+    instead of OOXML's `_x000D_`. Both mean CR to Excel and LibreOffice, but openpyxl (and
+    other readers that skip the ST_Xstring escapes) read `_x000D_` back as those 7 characters:
+    `'\r=1+1'` came back `'_x000D_=1+1'`. (A literal `_x000D_` in the data is written
+    `_x005F_x000D_` and left alone.)"""
+    from xlsxwriter.worksheet import Worksheet
+
+    class Sheet(Worksheet):  # type: ignore[misc]
+        def _escape_data(self, data: Any) -> Any:
+            escaped = super()._escape_data(data)
+            if isinstance(escaped, str) and "_x000D_" in escaped:
+                return _CR_ESCAPE.sub("&#13;", escaped)
+            return escaped
+
+    return Sheet
+
+
 def write_xlsx(out: IO[bytes], export_type: ExportType, batches: Batches, meta: Meta) -> Written:
     import xlsxwriter
+
+    sheet_class = _sheet_class()
 
     with tempfile.TemporaryDirectory(prefix="jobfleet-xlsx-") as tmp:
         book = xlsxwriter.Workbook(out, {**OPTIONS, "tmpdir": tmp})
@@ -49,7 +73,9 @@ def write_xlsx(out: IO[bytes], export_type: ExportType, batches: Batches, meta: 
             for values in batch:
                 if row_in_sheet >= MAX_DATA_ROWS:
                     sheets += 1
-                    sheet = book.add_worksheet("Data" if sheets == 1 else f"Data {sheets}")
+                    sheet = book.add_worksheet(
+                        "Data" if sheets == 1 else f"Data {sheets}", worksheet_class=sheet_class
+                    )
                     sheet.write_row(0, 0, names, header)
                     sheet.freeze_panes(1, 0)
                     row_in_sheet = 0
@@ -59,7 +85,7 @@ def write_xlsx(out: IO[bytes], export_type: ExportType, batches: Batches, meta: 
                         cells[col](sheet, row_in_sheet, col, value)
                 rows += 1
         if sheet is None:
-            sheet = book.add_worksheet("Data")
+            sheet = book.add_worksheet("Data", worksheet_class=sheet_class)
             sheet.write_row(0, 0, names, header)
         book.close()
     return Written(rows, {"sheets": max(sheets, 1)})
