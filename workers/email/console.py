@@ -24,6 +24,20 @@ def tenant_panel(runtime: Runtime, orgs: Sequence[UUID]) -> Panel:
     }
 
 
+def overview_panel(runtime: Runtime, orgs: Sequence[UUID]) -> Panel | None:
+    """The emails the SMTP relay holds back for refusing the fleet's configuration (a rotated
+    password, STARTTLS now required): a red card while there are any, nothing otherwise."""
+    from . import relay_faults
+
+    if not present(runtime, "scheduled_emails")["scheduled_emails"]:
+        return None
+    with runtime.pool.connection() as conn:
+        faults = relay_faults.held(conn, list(orgs))
+    if not faults:
+        return None
+    return "email/relay_faults.html", {"faults": faults}
+
+
 def suppressions(
     runtime: Runtime, *, orgs: Sequence[UUID] = (), limit: int = 100
 ) -> list[dict[str, Any]]:

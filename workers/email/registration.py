@@ -29,5 +29,6 @@ DOMAIN = Domain(
     demo=("workers.email.demo:scenario",),
     migrations="workers.email.migrations",
     console="workers.email.console",
+    status="workers.email.status",
     retries={"email": {"max_attempts": 3, "min_backoff_ms": 2_000}},
 )

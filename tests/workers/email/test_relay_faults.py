@@ -21,10 +21,14 @@ from aiosmtpd.smtp import AuthResult
 from prometheus_client import REGISTRY
 from pydantic import SecretStr
 
+from shared.config import Settings
 from shared.jobs import catalog
+from shared.runtime import Runtime
 from tests.support.wait import wait_for
 from tests.workers.email.conftest import free_port
 from tests.workers.email.helpers import row, schedule, unique, wait_run
+from workers.email import console as email_console
+from workers.email import status as email_status
 
 
 class _Accept:
@@ -89,6 +93,8 @@ def test_a_relay_refusing_the_fleets_configuration_defers_and_names_the_cause(
     make_email_worker,
     relay,
     db,
+    runtime: Runtime,
+    settings: Settings,
     server: dict[str, Any],
     worker: dict[str, Any],
     cause: str,
@@ -109,3 +115,10 @@ def test_a_relay_refusing_the_fleets_configuration_defers_and_names_the_cause(
     run = wait_run(email, "QUEUED")
     assert run.attempt == 1  # not spent: the email is not at fault
     assert _faults(cause) > before
+
+    # `fleet status` and the console's Overview show the emails the fault holds, in red.
+    report = email_status.sections(settings, None)
+    [fault] = report["email"]["relay_faults"]["faults"]
+    assert (fault["code"], fault["emails"]) == (cause, 1) and said in fault["error"]
+    panel = email_console.overview_panel(runtime, [])
+    assert panel is not None and panel[0] == "email/relay_faults.html"
