@@ -63,9 +63,15 @@ SELECT {COLUMNS}
  ORDER BY created_at
    FOR UPDATE SKIP LOCKED
 """
-#: Published: the run's message id, in the transaction that marks the event PUBLISHED (the
-#: QUEUED row follows from the producer path's writer).
-MESSAGE_OF_STAGED = "UPDATE job_runs SET message_id = %s WHERE job_id = %s AND status = 'STAGED'"
+#: Published: the run's message id, on its own and at once (the QUEUED row follows from the
+#: producer path's writer, which writes the message id too). A row the writer is writing is
+#: skipped, never waited for: held in the relay's batch transaction, this update deadlocked
+#: with the writer's statement taking the same rows in another order (two relays, 200 events).
+MESSAGE_OF_STAGED = """
+UPDATE job_runs SET message_id = %s
+ WHERE id = (SELECT id FROM job_runs WHERE job_id = %s AND status = 'STAGED'
+               FOR UPDATE SKIP LOCKED)
+"""
 #: Never published (a refused payload, the broker down past the last retry): the run says why.
 NEVER_PUBLISHED = """
 UPDATE job_runs SET status = 'DEAD', error_code = %s, error = %s, finished_at = now()
@@ -152,7 +158,8 @@ def relay_once(
                 duplicates += 1
             else:
                 if result.message_id is not None:
-                    conn.execute(MESSAGE_OF_STAGED, (result.message_id, job_id))
+                    with runtime.pool.connection() as own:  # its own short transaction
+                        own.execute(MESSAGE_OF_STAGED, (result.message_id, job_id))
                 published += 1
             OUTBOX_PUBLISHED.labels("duplicate" if result.duplicate else "published").inc()
     return RelayStats(published, duplicates, retried, failed)
