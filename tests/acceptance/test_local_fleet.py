@@ -56,4 +56,7 @@ def test_an_unconfigured_cli_uses_the_running_local_fleets_services_and_says_so(
         launcher.wait()
     # The launcher is gone (killed without cleaning up): its services are not used.
     gone = _fleet(unconfigured, tmp_path, "jobs", "list", "--json")
-    assert "local fleet" not in gone.stderr and sent.job_id not in gone.stdout
+    assert "using the running local fleet's services" not in gone.stderr
+    assert sent.job_id not in gone.stdout
+    # ... and it says which ones it uses instead (issue 31: before, not a word).
+    assert "REDIS_URL=redis://127.0.0.1:6379/0 (the default)" in gone.stderr
