@@ -10,6 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shared.launcher import services_file
 from tests.support.env import test_env
 from tests.support.jobs import ECHO
@@ -23,6 +25,7 @@ def _fleet(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedPr
     )
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_an_unconfigured_cli_uses_the_running_local_fleets_services_and_says_so(
     runtime: Any, tmp_path: Path
 ) -> None:

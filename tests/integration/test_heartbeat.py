@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from dramatiq.common import current_millis
 
 from shared.broker import FleetRedisBroker, build_broker
@@ -54,6 +55,7 @@ def test_a_silent_worker_is_dead_and_its_messages_run_elsewhere(runtime, setting
     assert _unacked(busy) == 0 and _queued(busy) == 1
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_after_a_shared_outage_a_worker_does_not_declare_the_others_dead(runtime, settings) -> None:
     """Everyone lost Redis together: the others' beats are as old as ours. Requeueing their
     in-flight messages then would run those jobs twice, at the same time. In real time, with a

@@ -12,6 +12,7 @@ import time
 import uuid
 from typing import Any
 
+import pytest
 import redis
 
 from shared.config import Settings
@@ -30,6 +31,7 @@ def _calls(client: redis.Redis) -> dict[str, int]:
     return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in info.items()}
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_an_idle_worker_process_costs_at_most_10_redis_commands_per_second_and_wakes_at_once(
     runtime: Runtime, settings: Settings, procs: Procs
 ) -> None:

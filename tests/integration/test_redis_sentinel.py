@@ -20,6 +20,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from shared import maintenance
 from shared.config import Settings
 from shared.errors import BrokerUnavailable
@@ -65,6 +67,7 @@ def _relayed_since(runtime: Runtime, key: str, since: float) -> bool:
     return bool(datetime.fromisoformat(entry["at"]).timestamp() > since)
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_a_failover_mid_drain_loses_no_job(
     runtime, settings: Settings, procs: Procs, db, tmp_path: Path
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from shared.jobs import runs
 from tests.support.jobs import ECHO
 from tests.support.wait import wait_for
@@ -31,6 +33,7 @@ def test_a_canceled_job_sent_again_runs_once_and_its_canceled_delivery_does_not(
     assert run.cancel_requested is False and run.error_code is None
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_a_job_canceled_while_queued_stays_canceled_when_its_message_arrives(
     fleet, runtime
 ) -> None:

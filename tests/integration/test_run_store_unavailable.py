@@ -110,6 +110,7 @@ def test_a_send_to_an_unmigrated_database_raises_and_enqueues_nothing(
         producer.close()
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_a_worker_on_an_unmigrated_database_is_not_ready_says_so_once_and_starts_once_migrated(
     runtime: Runtime, procs: Procs, bare_url: str
 ) -> None:
@@ -146,6 +147,7 @@ def test_a_worker_on_an_unmigrated_database_is_not_ready_says_so_once_and_starts
     assert len(worker.events("worker.database_not_migrated")) == 1
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_while_postgres_is_down_a_worker_stops_fetching_and_resumes_by_itself(
     runtime: Runtime, settings: Settings, procs: Procs
 ) -> None:

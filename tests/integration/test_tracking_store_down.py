@@ -36,6 +36,7 @@ def _echo() -> dict[str, str]:
     return {"org_id": str(uuid.uuid4()), "entity_id": str(uuid.uuid4()), "message": "untracked"}
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_a_send_with_the_tracking_store_down_raises_and_enqueues_nothing(runtime, pg_down) -> None:
     """A worker's broker (every fleet middleware on it; workers send too): nothing gets through."""
     broker = worker_broker(pg_down, "test")

@@ -81,6 +81,7 @@ def test_a_relay_down_longer_than_the_attempts_take_is_waited_for(
         server.stop()
 
 
+@pytest.mark.slow  # spawns processes or waits on real time (make test-fast skips it)
 def test_an_outage_longer_than_the_window_fails_with_the_last_reason(make_email_worker, db) -> None:
     make_email_worker(free_port(), retries={"email": ONE_ATTEMPT})
     email = schedule(db, unique("never"))
