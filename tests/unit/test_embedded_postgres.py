@@ -42,6 +42,8 @@ def homes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_a_checkout_gets_one_home_by_its_path_root_owned_and_enterable(
     homes: Path, private_dir: Path
 ) -> None:
+    for name in ("a", "b"):  # `start` makes its base before it asks for its home
+        (private_dir / name / "var" / "postgres").mkdir(parents=True)
     first = server_home(private_dir / "a" / "var" / "postgres")
     assert first == server_home(private_dir / "a" / "var" / "postgres")
     assert first != server_home(private_dir / "b" / "var" / "postgres")
@@ -98,3 +100,40 @@ def test_binaries_from_a_private_checkout_are_reachable_by_the_server_user(
     (bin_dir / "postgres").write_text("#!/bin/sh\necho new\n")
     reachable_install(bin_dir, home)
     assert (installed / "postgres").read_text() == "#!/bin/sh\necho new\n"
+
+
+@as_root
+def test_a_home_whose_checkout_is_gone_is_removed_by_the_next_start(
+    homes: Path, private_dir: Path
+) -> None:
+    """A `make run` home is kept for its data; once its checkout is deleted (or a test's
+    temporary var directory), the next start anywhere removes it instead of keeping it for ever."""
+    gone = private_dir / "deleted" / "var" / "postgres"
+    gone.mkdir(parents=True)
+    orphan = server_home(gone)
+    (orphan / "data").mkdir()
+    kept_base = private_dir / "kept" / "var" / "postgres"
+    kept_base.mkdir(parents=True)
+    kept = server_home(kept_base)
+    shutil.rmtree(private_dir / "deleted")
+
+    server_home(private_dir / "another" / "var" / "postgres")
+
+    assert not orphan.exists()
+    assert kept.exists()
+
+
+@as_root
+def test_a_running_servers_home_is_kept_even_if_its_checkout_is_gone(
+    homes: Path, private_dir: Path
+) -> None:
+    base = private_dir / "running" / "var" / "postgres"
+    base.mkdir(parents=True)
+    home = server_home(base)
+    (home / "data").mkdir()
+    (home / "data" / "postmaster.pid").write_text(f"{os.getpid()}\n/data\n")
+    shutil.rmtree(private_dir / "running")
+
+    server_home(private_dir / "other" / "var" / "postgres")
+
+    assert home.exists()

@@ -106,9 +106,46 @@ def server_home(base: Path) -> Path:
     directory), root-owned and 0755 up to `HOMES`, so the server's user reaches it whatever the
     checkout's parents' modes are (a root home or a `mktemp -d` directory is 0700).
     """
-    digest = hashlib.sha256(str(base.resolve()).encode()).hexdigest()[:16]
+    resolved = str(base.resolve())
+    digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
     _safe_dir(HOMES)
-    return _safe_dir(HOMES / digest)
+    _remove_orphans()
+    home = _safe_dir(HOMES / digest)
+    (home / _BASE).write_text(resolved + "\n")
+    return home
+
+
+_BASE = "base"  # the path of the checkout's var/postgres a home serves
+
+
+def _remove_orphans() -> None:
+    """Remove the homes whose checkout is gone (deleted, or a test's temporary directory): a
+    `make run` home is kept for its data, so nothing else would ever remove it. A home whose
+    server still runs (its postmaster.pid names a live process) is left alone."""
+    for home in HOMES.iterdir():
+        marker = home / _BASE
+        try:
+            if home.is_symlink() or not marker.is_file():
+                continue
+            if Path(marker.read_text().strip()).exists() or _server_alive(home / "data"):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _server_alive(data: Path) -> bool:
+    try:
+        pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _safe_dir(path: Path) -> Path:
