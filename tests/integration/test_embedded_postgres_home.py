@@ -62,7 +62,7 @@ def test_a_test_sessions_server_starts_from_a_private_checkout_and_leaves_nothin
             assert st.st_uid == pwd.getpwnam(postgres.SYSTEM_USER).pw_uid
     finally:
         service.stop()
-    assert _homes_now() == before
+    assert not _homes_now() - before  # its own home is gone (an orphan of another may be too)
 
 
 def test_make_runs_server_from_a_private_checkout_keeps_its_data(private_checkout: Path) -> None:
