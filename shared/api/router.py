@@ -250,9 +250,7 @@ def job_router(
                     ).model_dump(),
                     status_code=400,
                 )
-        row = queries.state(rt, job_id, org_id=org_id)
-        if row is None and rt.settle():
-            row = queries.state(rt, job_id, org_id=org_id)
+        row = runs.await_run(rt, job_id, lambda: queries.state(rt, job_id, org_id=org_id))
         if row is None:
             return not_found(job_id)
         if after is not None and row["version"] <= after and row["status"] in TERMINAL_STATUSES:

@@ -82,3 +82,7 @@ class EnqueueGate:
             self.broker.client.delete(
                 *(dedup_key(self.namespace, j) for j in job_ids[i : i + 1_000])
             )
+
+    def holds(self, job_id: str) -> bool:
+        """A send took `job_id` within the dedup window (its message is enqueued)."""
+        return bool(self.broker.client.exists(dedup_key(self.namespace, job_id)))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
+import redis
 from psycopg.rows import dict_row
 
 from ..errors import InvalidState, RunNotFound
@@ -22,6 +25,63 @@ CANCEL_EVENTS = """
 UPDATE outbox_events SET status = 'CANCELED', error = 'canceled by an operator'
  WHERE job_id = %s AND status = 'PENDING'
 """
+
+
+#: How long a read waits for the run of a job Redis has accepted but whose QUEUED row is not
+#: written yet: another process sent it (an API replica, a script) and its writer writes within
+#: milliseconds, later under load or through a Postgres hiccup.
+ACCEPTED_WAIT_S = 3.0
+ACCEPTED_POLL_S = 0.05
+
+T = TypeVar("T")
+
+
+def accepted(runtime: Runtime, job_id: str) -> bool:
+    """Redis holds `job_id`'s dedup key: a send took it within the dedup window."""
+    try:
+        return runtime.sender.gate.holds(job_id)
+    except redis.RedisError:
+        return False
+
+
+def await_run(
+    runtime: Runtime,
+    job_id: str,
+    read: Callable[[], T | None],
+    *,
+    wait_s: float = ACCEPTED_WAIT_S,
+    poll_s: float = ACCEPTED_POLL_S,
+) -> T | None:
+    """`read()`, or once the run of a job just sent is written, or None when it is unknown.
+
+    A job is visible as soon as its send returns: this process's own sends are flushed
+    (`Runtime.settle`); a job another process sent is known by its dedup key in Redis, and
+    `read` is tried again once its row is there (`wait_s` at most). A job nobody sent, or
+    another org's, is unknown at once."""
+    found = read()
+    if found is not None:
+        return found
+    if runtime.settle():
+        found = read()
+        if found is not None:
+            return found
+    # Written already (for another org: not the caller's), or never sent: unknown at once.
+    if _written(runtime, job_id) or not accepted(runtime, job_id):
+        return None
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        time.sleep(poll_s)
+        if _written(runtime, job_id):
+            return read()
+    return None
+
+
+def _written(runtime: Runtime, job_id: str) -> bool:
+    with runtime.pool.connection() as conn:
+        return (
+            conn.execute("SELECT 1 FROM job_runs WHERE job_id = %s", (job_id,)).fetchone()
+            is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -72,11 +132,16 @@ def find(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) ->
     if org_id is not None:
         sql += " AND org_id = %s"
         params.append(org_id)
-    with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute(sql, params).fetchone()
-        # Sent (or published from STAGED) by this process a moment ago? Its QUEUED row follows.
-        if (row is None or row["status"] == "STAGED") and runtime.settle():
-            row = cur.execute(sql, params).fetchone()
+
+    def read() -> dict[str, Any] | None:
+        with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            found: dict[str, Any] | None = cur.execute(sql, params).fetchone()
+        return found
+
+    row = await_run(runtime, job_id, read)
+    # Published from STAGED by this process a moment ago? Its QUEUED row follows.
+    if row is not None and row["status"] == "STAGED" and runtime.settle():
+        row = read()
     return RunView(**row) if row else None
 
 
@@ -114,8 +179,14 @@ def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) 
     it arrives; RUNNING → cancel requested, honoured at the handler's next
     progress or checkpoint. Returns the resulting status."""
     runtime = runtime or get_runtime()
-    runtime.settle()  # a job this process has just sent is cancelable at once
     scope, params = ("AND org_id = %s", [org_id]) if org_id is not None else ("", [])
+
+    def exists() -> bool | None:
+        with runtime.pool.connection() as conn:
+            sql = f"SELECT 1 FROM job_runs WHERE job_id = %s {scope}"
+            return True if conn.execute(sql, [job_id, *params]).fetchone() else None
+
+    await_run(runtime, job_id, exists)  # a job just sent is cancelable at once
     with runtime.pool.connection() as conn:
         conn.execute("SET LOCAL synchronous_commit TO on")
         # The outbox events first, then the run: the relay's order (it locks an event, then

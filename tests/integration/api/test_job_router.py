@@ -297,3 +297,49 @@ def test_every_error_a_route_answers_is_in_the_openapi_document(api: TestClient)
         assert answer.status_code >= 400, (path, answer.status_code)
         declared = document[path][method]["responses"]
         assert str(answer.status_code) in declared, (path, method, answer.status_code, declared)
+
+
+@pytest.fixture
+def slow_producer(settings: Any) -> Iterator[Runtime]:
+    """Another process's producer, as an API replica or a script is: its QUEUED rows are
+    written `linger` late by a writer this process cannot flush."""
+    from shared.db.connect import run_writer
+
+    producer = Runtime(settings)
+    producer.writer = run_writer(settings, linger_ms=1_000)
+    yield producer
+    producer.close()
+
+
+def test_a_job_another_process_has_just_sent_is_found_before_its_queued_row_is_written(
+    api: TestClient, slow_producer: Runtime
+) -> None:
+    """CI of stop 43: the events of a job sent by another runtime answered 404 (`no job`): its
+    QUEUED row was on its way, and an `EventSource` does not reconnect after a 404."""
+    org = uuid.uuid4()
+    sent = slow_producer.sender.send(
+        SLEEP, {"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": 0}
+    )
+    canceled = slow_producer.sender.send(
+        SLEEP, {"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": 0}
+    )
+
+    got = api.get(f"/jobs/{sent.job_id}", headers=as_org(org))
+    assert got.status_code == 200, got.text
+    assert got.json()["status"] == "QUEUED"
+    cancel = api.post(f"/jobs/{canceled.job_id}/cancel", headers=as_org(org))
+    assert cancel.json() == {"job_id": canceled.job_id, "status": "CANCELED"}
+    with api.stream("GET", f"/jobs/{sent.job_id}/events", headers=as_org(org)) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+
+
+def test_a_job_nobody_sent_is_not_found_at_once(api: TestClient) -> None:
+    """The wait above is only for a job Redis has accepted: an unknown id is a 404 at once."""
+    import time
+
+    org = uuid.uuid4()
+    began = time.monotonic()
+    assert api.get(f"/jobs/{org}:test:sleep:x:0", headers=as_org(org)).status_code == 404
+    events = api.get(f"/jobs/{org}:test:sleep:x:0/events", headers=as_org(org))
+    assert events.status_code == 404
+    assert time.monotonic() - began < 1.0
