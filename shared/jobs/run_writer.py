@@ -837,27 +837,7 @@ class _Lane:
             conn.execute(FINISH_MANY, _finish_params(sorted(by_kind["finish"], key=_job)))
             results.update((id(op), None) for op in by_kind["finish"])
         if "start" in by_kind:
-            # A job id twice in one batch is one job delivered twice at once: the first starts
-            # it, the other is skipped (None) like any delivery of a run already under way.
-            first: dict[str, _Op] = {}
-            for op in by_kind["start"]:
-                first.setdefault(op.params["j"], op)
-            rows = conn.execute(START_MANY, (_rows(sorted(first.values(), key=_job)),)).fetchall()
-            started: dict[str, Started | Blocked | None] = {
-                job_id: Started(checkpoint, bool(cancel), attempt, execution)
-                for job_id, checkpoint, cancel, attempt, execution in rows
-            }
-            for op in by_kind["start"]:  # written: said at once (the rest may fail below)
-                if op.params["j"] in started:
-                    if first[op.params["j"]] is op:
-                        results[id(op)] = started[op.params["j"]]
-                    else:  # the same job twice in one batch: the first holds its lease now
-                        results[id(op)] = Blocked(True, self._lease_s(op), 0, 0)
-            refused = [op for op in by_kind["start"] if op.params["j"] not in started]
-            if refused:
-                why = _blocked(conn, [op.params["j"] for op in refused])
-                for op in refused:
-                    results[id(op)] = why.get(op.params["j"])
+            self._starts(conn, by_kind["start"], results)
         for op in by_kind.get("takeover", ()):
             row = conn.execute(TAKEOVER, op.params).fetchone()
             if row is not None:
@@ -875,6 +855,47 @@ class _Lane:
             row = conn.execute(PROGRESS, op.params).fetchone()
             results[id(op)] = bool(row[0]) if row else None
         return [results.get(id(op)) for op in batch]
+
+    def _starts(
+        self, conn: psycopg.Connection[Any], ops: Sequence[_Op], results: dict[int, Any]
+    ) -> None:
+        """Start each job of `ops` once. A job id twice in one batch is one job delivered twice
+        at once: the first delivery starts it and the others are skipped like any delivery of
+        a run already under way, unless it was refused. Then its next delivery (another
+        message: a canceled job sent again, whose canceled message arrived with its new one)
+        is tried in turn; a refused delivery whose job a later one started is skipped (None),
+        and only a job that no start takes is said why (`_blocked`)."""
+        pending: dict[str, list[_Op]] = {}
+        for op in ops:
+            pending.setdefault(op.params["j"], []).append(op)
+        refused: list[_Op] = []
+        began: set[str] = set()
+        while pending:
+            tried = {job_id: waiting.pop(0) for job_id, waiting in pending.items()}
+            rows = conn.execute(START_MANY, (_rows(sorted(tried.values(), key=_job)),)).fetchall()
+            started = {
+                job_id: Started(checkpoint, bool(cancel), attempt, execution)
+                for job_id, checkpoint, cancel, attempt, execution in rows
+            }
+            for job_id, op in tried.items():  # written: said at once (the rest may fail below)
+                if job_id in started:
+                    results[id(op)] = started[job_id]
+                    began.add(job_id)
+                    for later in pending.pop(job_id):  # the first holds its lease now
+                        results[id(later)] = Blocked(True, self._lease_s(later), 0, 0)
+                else:
+                    refused.append(op)
+                    if not pending[job_id]:
+                        del pending[job_id]
+        # Refused, then started by a later delivery: this one was the message a cancel skips.
+        for op in refused:
+            if op.params["j"] in began:
+                results[id(op)] = None
+        refused = [op for op in refused if op.params["j"] not in began]
+        if refused:
+            why = _blocked(conn, sorted({op.params["j"] for op in refused}))
+            for op in refused:
+                results[id(op)] = why.get(op.params["j"])
 
     @staticmethod
     def _lease_s(op: _Op) -> float:

@@ -325,3 +325,35 @@ def test_a_batch_written_again_after_a_transient_error_does_not_repeat_what_it_w
         assert row == ("RUNNING", 1)
     finally:
         writer.close()
+
+
+def test_a_canceled_delivery_and_its_jobs_new_message_in_one_batch_start_the_new_one(
+    settings: Settings, database: str
+) -> None:
+    """A canceled job sent again: its canceled message and its new one reached the worker at
+    once and their starts shared a batch. The first (the canceled delivery) was the batch's
+    start of that job id; refused, it made the new message skipped too ("already finished or
+    canceled"): a job sent and accepted that never ran (test_reopen, under load)."""
+    from shared.jobs.run_writer import _Lane
+
+    job_id = f"reopen:{uuid.uuid4().hex}"
+    canceled, new = _start_op(job_id), _start_op(job_id)
+    with psycopg.connect(settings.database_dsn, autocommit=True) as conn:
+        queued = _queued_op(job_id)
+        queued.params["m"] = canceled.params["m"]
+        lane = _Lane(
+            lambda: psycopg.connect(settings.database_dsn, autocommit=True),
+            durable=False, max_batch=10, linger_s=0, name="reopen",
+        )  # fmt: skip
+        lane._statements(conn, [queued])
+        conn.execute("UPDATE job_runs SET status = 'CANCELED' WHERE job_id = %s", (job_id,))
+        new.params["m"] = uuid.uuid4().hex
+
+        results = lane._statements(conn, [canceled, new])
+
+        assert results[0] is None  # the canceled delivery is skipped
+        assert isinstance(results[1], Started)
+        row = conn.execute(
+            "SELECT status, message_id FROM job_runs WHERE job_id = %s", (job_id,)
+        ).fetchone()
+        assert row == ("RUNNING", new.params["m"])
