@@ -18,7 +18,10 @@ KNOWN = (*names(), *extra_names())
 def run(
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", help=f"Run only these processes (repeatable): {', '.join(KNOWN)}."),
+        typer.Option(
+            "--only",
+            help=f"Run only these processes (repeatable): {', '.join(KNOWN)}. Extras alone (console, API) start no SMTP sink or EVM node.",
+        ),
     ] = None,
     var_dir: Annotated[
         str | None,

@@ -110,8 +110,8 @@ def launch(
         }
         # What the domains need on embedded defaults (an SMTP sink, an EVM node): each hook
         # resolves the configured service or starts one, and adds to `child_env` what the
-        # processes need to reach it.
-        for start in hooks("services"):
+        # processes need to reach it. Extras alone (`--only console`) use none of them.
+        for start in hooks("services") if fleet_only or not only else []:
             service = start(var, child_env, say)
             services.append(service)
             say(service.describe())

@@ -90,6 +90,8 @@ def test_make_run_supervises_the_console_and_shows_its_url(tmp_path: Path) -> No
                 CONSOLE in line and url in line and "ready" in line for line in log.splitlines()
             )
             assert f"operator console: {url}/" in log
+            # The console alone uses neither the SMTP sink nor the EVM node: none is started.
+            assert "SMTP sink" not in log and "EVM node" not in log, log
             assert httpx.get(f"{url}/").status_code == 200  # loopback, no auth configured
             launcher.send_signal(signal.SIGTERM)
             assert launcher.wait(40) == 0, launcher.log()[-3000:]
