@@ -90,15 +90,21 @@ print-commands:
 ## test: all set-up first (install, prereqs); Redis and Postgres at TEST_REDIS_URL / TEST_POSTGRES_URL
 ## (default: this machine's 6379 and 5432) when they answer, else embedded ones for the session
 ## (tests/support/services.py). `make test PYTEST_ARGS="tests/unit -x"` runs a subset.
+## Tests write bytecode even where PYTHONDONTWRITEBYTECODE is set: pytest keeps its rewritten test
+## modules and every process a test spawns (a worker, `fleet ...`) loads the project compiled
+## instead of compiling it again (7 s instead of 12.5 s of CPU to collect, per xdist process).
+PYC := env -u PYTHONDONTWRITEBYTECODE
 PYTEST_ARGS ?=
 test: $(STAMP) prereqs
-	$(BIN)/pytest $(PYTEST_ARGS)
+	@$(PYC) $(BIN)/python -m compileall -q -j 0 shared workers scheduler examples tests >/dev/null
+	$(PYC) $(BIN)/pytest $(PYTEST_ARGS)
 
 ## test-fast: the loop between edits: every test not marked `slow`, on TEST_WORKERS processes
 ## (pytest-xdist; each its own database and Redis namespace). 821 tests in ~100 s on 2 cores.
 TEST_WORKERS ?= 4
 test-fast: $(STAMP) prereqs
-	$(BIN)/pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	@$(PYC) $(BIN)/python -m compileall -q -j 0 shared workers scheduler examples tests >/dev/null
+	$(PYC) $(BIN)/pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -32,6 +32,12 @@ def pytest_unconfigure() -> None:
     SERVICES.stop()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `slow` tests first (in their order): spread over the xdist processes from the start,
+    the long ones (a launched fleet, production time windows) do not end the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def settings() -> Settings:
     get_settings.cache_clear()
@@ -40,9 +46,10 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def database(settings: Settings) -> Iterator[str]:
-    from shared.db.migrate import upgrade
+    from shared.db.connect import pooled
+    from tests.support.template_db import create
 
-    upgrade(settings.database_url)
+    create(settings.database_url, pooled=pooled(settings))
     yield settings.database_dsn
     admin = settings.database_dsn.rsplit("/", 1)[0] + "/postgres"
     name = settings.database_dsn.rsplit("/", 1)[1]
