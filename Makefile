@@ -90,21 +90,28 @@ print-commands:
 ## test: all set-up first (install, prereqs); Redis and Postgres at TEST_REDIS_URL / TEST_POSTGRES_URL
 ## (default: this machine's 6379 and 5432) when they answer, else embedded ones for the session
 ## (tests/support/services.py). `make test PYTEST_ARGS="tests/unit -x"` runs a subset.
+## Two lanes: every test but the `timing` ones on TEST_WORKERS pytest-xdist processes (each its
+## own database and Redis namespace; idle ones take queued tests from busy ones), then the
+## `timing` tests (a time bound of the fleet: a redelivery, a latency, a confirmation window)
+## two at a time, so that their bounds measure the fleet rather than a saturated test machine.
 ## Tests write bytecode even where PYTHONDONTWRITEBYTECODE is set: pytest keeps its rewritten test
 ## modules and every process a test spawns (a worker, `fleet ...`) loads the project compiled
 ## instead of compiling it again (7 s instead of 12.5 s of CPU to collect, per xdist process).
 PYC := env -u PYTHONDONTWRITEBYTECODE
 PYTEST_ARGS ?=
+TEST_WORKERS ?= 4
+TIMING_WORKERS ?= 2
 test: $(STAMP) prereqs
 	@$(PYC) $(BIN)/python -m compileall -q -j 0 shared workers scheduler examples tests >/dev/null
-	$(PYC) $(BIN)/pytest $(PYTEST_ARGS)
+	@# exit 5: no test of the subset is in that lane
+	$(PYC) $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not timing" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYC) $(BIN)/pytest -n $(TIMING_WORKERS) -m timing $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-## test-fast: the loop between edits: every test not marked `slow`, on TEST_WORKERS processes
-## (pytest-xdist; each its own database and Redis namespace). 821 tests in ~100 s on 2 cores.
-TEST_WORKERS ?= 4
+## test-fast: the loop between edits: every test not marked `slow` nor `timing`, on TEST_WORKERS
+## processes (pytest-xdist; each its own database and Redis namespace). ~820 tests in ~100 s on 2 cores.
 test-fast: $(STAMP) prereqs
 	@$(PYC) $(BIN)/python -m compileall -q -j 0 shared workers scheduler examples tests >/dev/null
-	$(PYC) $(BIN)/pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	$(PYC) $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow and not timing" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

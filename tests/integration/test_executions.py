@@ -152,6 +152,7 @@ def test_a_worker_frozen_past_its_lease_leaves_every_execution_on_the_record(
     assert any(e.get("event") == "run.finished" for e in other.json_lines())
 
 
+@pytest.mark.timing  # a time bound: make test runs it in the timing lane
 @pytest.mark.slow
 def test_every_run_of_a_frozen_worker_is_taken_over_in_parallel_within_the_bound(
     runtime, procs: Procs, db

@@ -23,6 +23,7 @@ HEARTBEAT = {
 }
 
 
+@pytest.mark.timing  # a time bound: make test runs it in the timing lane
 @pytest.mark.slow
 def test_a_job_of_a_sigkilled_worker_runs_again_on_another_worker_within_15_s(
     runtime, procs: Procs
@@ -58,6 +59,7 @@ def test_a_job_of_a_sigkilled_worker_runs_again_on_another_worker_within_15_s(
     assert first.wait(10) != 0
 
 
+@pytest.mark.timing  # a time bound: make test runs it in the timing lane
 @pytest.mark.slow
 def test_every_job_of_a_sigkilled_worker_with_many_in_flight_runs_again(
     runtime, procs: Procs

@@ -15,6 +15,7 @@ from tests.support.chain.world import World
 from tests.support.wait import wait_for
 
 
+@pytest.mark.timing  # a time bound: make test runs it in the timing lane
 @pytest.mark.parametrize("fate", ["dropped", "stuck"])
 def test_an_unmined_transaction_is_replaced_with_the_same_nonce(
     world: World, deps: Any, fate: str
@@ -75,6 +76,7 @@ def test_the_signer_lock_key_is_in_the_fleet_namespace(
         assert deps.sender.locks.client.get(key) is not None
 
 
+@pytest.mark.timing  # a time bound: make test runs it in the timing lane
 def test_a_transaction_dropped_from_the_pool_is_put_back_before_any_replacement(
     world: World, deps: Any
 ) -> None:

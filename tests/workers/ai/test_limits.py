@@ -73,6 +73,7 @@ def _statuses(db, job_ids: list[str]) -> dict[str, str]:  # type: ignore[no-unty
     return dict(rows)
 
 
+@pytest.mark.timing  # a time bound: make test runs it in the timing lane
 @pytest.mark.slow
 def test_two_workers_share_each_orgs_request_rate_and_daily_tokens(
     two_workers, fake_ai, db, runtime

@@ -20,7 +20,8 @@ from tests.support.wait import wait_for
 
 from .test_worker import finished, mint
 
-pytestmark = pytest.mark.slow
+# Confirmation windows of a block a second: make test runs these in its timing lane.
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def test_a_transaction_reorged_out_before_its_confirmations_is_sent_again_once(
