@@ -101,6 +101,14 @@ def handler(
     return decorate
 
 
+def bind_handlers(
+    handlers: Mapping[JobSpec[Any], Handler[Any]], broker: dramatiq.Broker | None = None
+) -> dict[str, BoundJob[Any]]:
+    """Bind a domain's `HANDLERS` (job declaration -> function) to `broker` (default: the
+    process's global broker): the worker's `app` binds them to its own, tests to theirs."""
+    return {spec.name: handler(spec, broker=broker)(fn) for spec, fn in handlers.items()}
+
+
 def _detached(spec: JobSpec[Any], payload: Payload) -> JobContext:
     """A context for a handler run outside the tracking middleware (stub brokers)."""
     return JobContext(

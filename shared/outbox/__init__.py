@@ -9,8 +9,24 @@ clients' `via="send"`) also publishes it from the caller's process right after i
 
 from __future__ import annotations
 
-from .relay import RelayStats, relay_id, relay_once, run_relay
+from typing import TYPE_CHECKING, Any
+
 from .stage import CHANNEL, Via, enqueue, stage
+
+if TYPE_CHECKING:
+    from .relay import RelayStats, relay_id, relay_once, run_relay
+
+#: Loaded on first use (PEP 562): a producer that stages a job loads no relay (psycopg, metrics).
+_RELAY = frozenset({"RelayStats", "relay_id", "relay_once", "run_relay"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RELAY:
+        from . import relay
+
+        return getattr(relay, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CHANNEL",

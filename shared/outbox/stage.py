@@ -32,12 +32,13 @@ from sqlalchemy import text
 from ..contracts.base import Payload
 from ..db.models import OutboxEvent
 from ..jobs.context import request_id_var
-from ..jobs.handler import BoundJob
 from ..jobs.spec import JobSpec
 from ..runtime import get_runtime, installed_runtime
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
+
+    from ..jobs.handler import BoundJob  # not at run time: a producer loads no Dramatiq
 
 log = structlog.get_logger("jobfleet.outbox")
 
@@ -94,7 +95,7 @@ def enqueue(
     event and run in `session`'s transaction. `scheduled_at` / `delay_ms`: not before then.
     `at_commit`: also publish it from this process right after the commit; then Redis must
     answer now (`BrokerUnavailable` before anything is written, as a direct send)."""
-    spec = job.spec if isinstance(job, BoundJob) else job
+    spec = job if isinstance(job, JobSpec) else job.spec  # a `BoundJob` carries its declaration
     model, wire = spec.contract.build_wire(payload)
     due = deliver_at(scheduled_at, delay_ms)
     event = OutboxEvent(

@@ -264,7 +264,8 @@ class JobCapture:
     ) -> list[SentJob]:
         """Run every pending captured job's handler inline, in send order, including the jobs
         those handlers send, until none is left. A handler comes from `handlers` (by spec or job
-        name), else from the worker code bound with `@handler` in this process. With
+        name; a domain's real ones: `workers.<domain>.actors.HANDLERS`), else from the handlers
+        bound in this process. With
         `fail_fast`, a handler's exception propagates; otherwise the job is DEAD with it."""
         chosen = {(k if isinstance(k, str) else k.name): v for k, v in (handlers or {}).items()}
         ran: list[SentJob] = []
@@ -279,8 +280,8 @@ class JobCapture:
                 fn = chosen.get(job.job_name) or _bound(job.job_name)
                 if fn is None:
                     raise LookupError(
-                        f"no handler for {job.job_name}: pass drain(handlers={{spec: fn}}) or import "
-                        "the worker module that binds it"
+                        f"no handler for {job.job_name}: pass drain(handlers={{spec: fn}}), e.g. "
+                        "a domain's own: drain(workers.<domain>.actors.HANDLERS)"
                     )
                 ran.append(job)
                 self._run(job, fn, fail_fast=fail_fast)

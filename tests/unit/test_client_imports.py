@@ -17,7 +17,9 @@ fresh interpreter, which then reports on itself:
   binary, so `pytesseract`/`tesserocr` are listed to keep bindings from creeping in); boto3 and
   botocore, fpdf (~0.4 s) and xlsxwriter (export); aiosmtplib, aiosmtpd, jinja2 and cryptography
   (email). A client may load them when called (the email client renders a template to check it),
-  never when imported.
+  never when imported. Nor the kernel's worker side (issue 33: `shared/outbox` loaded Dramatiq
+  for an `isinstance`, and the relay's psycopg and Prometheus client): dramatiq, psycopg,
+  prometheus_client; staging goes through the caller's SQLAlchemy session.
 
 The five domains that must have a client are named here, so a missing `client.py` fails.
 """
@@ -63,6 +65,9 @@ HEAVY = (
     "aiosmtpd",
     "jinja2",
     "cryptography",
+    "dramatiq",
+    "psycopg",
+    "prometheus_client",
 )
 
 PROBE = textwrap.dedent(
@@ -152,7 +157,7 @@ def test_the_probe_sees_what_a_booting_module_starts(tmp_path: Path) -> None:
     started = probe("booting_client", "none", env)
     assert started["broker"] is True and started["runtime"] is True
     assert started["log_handlers"] != [] and started["structlog_configured"] is True
-    assert started["threads"] == ["relay"] and started["heavy"] == ["numpy"]
+    assert started["threads"] == ["relay"] and started["heavy"] == ["dramatiq", "numpy"]
 
 
 def test_the_required_domains_are_registered() -> None:
@@ -172,3 +177,14 @@ def test_importing_it_starts_nothing(domain: str, part: str) -> None:
     module = f"workers.{domain}.client" if part == "client" else f"workers.{domain}"
     assert exists(module), f"no module {module}"
     assert probe(module, domain) == NOTHING_STARTED
+
+
+@pytest.mark.parametrize("domain", sorted(REQUIRED))
+def test_importing_the_actors_boots_no_worker(domain: str) -> None:
+    """Issue 33: `import workers.<domain>.actors` (the handlers, which a product's tests hand to
+    `drain` or bind to their own broker) installed the worker's broker, its middleware and log
+    handler and replaced the caller's runtime, because it imported `app`. Only `app` boots."""
+    started = probe(f"workers.{domain}.actors", domain)
+    booted = {key: started[key] for key in ("broker", "runtime", "log_handlers", "booting")}
+    assert booted == {"broker": False, "runtime": False, "log_handlers": [], "booting": []}
+    assert started["structlog_configured"] is False

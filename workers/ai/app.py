@@ -14,4 +14,6 @@ broker = boot_worker("ai")
 # The kernel keeps payloads out of Dramatiq's lines; AI_LOG_CONTENT (debugging) lets them in.
 redact_dramatiq_messages(enabled=not ai_settings().log_content)
 
-from . import actors  # noqa: E402,F401  (binds the handlers to the broker above)
+from . import actors  # noqa: E402
+
+actors.bind(broker)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from shared.chain.errors import RpcUnavailable
 from shared.contracts.chain import ClaimPrizeV2, ClaimRefundV2, MintBadgeV2
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
-from shared.jobs.handler import handler
+from shared.jobs.handler import Handler, bind_handlers
+from shared.jobs.spec import JobSpec
 from shared.runtime import get_runtime
 
 from . import wiring
@@ -16,7 +18,6 @@ from .client import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE
 from .domain import Action, perform
 
 
-@handler(catalog.CHAIN_MINT_BADGE)
 def mint_badge(payload: MintBadgeV2, job: JobContext) -> dict[str, Any]:
     action = Action(
         MINT_BADGE, job.job_id, payload.round_id, payload.player, payload.chain_id, payload.contract
@@ -24,7 +25,6 @@ def mint_badge(payload: MintBadgeV2, job: JobContext) -> dict[str, Any]:
     return _run(action, job)
 
 
-@handler(catalog.CHAIN_CLAIM_PRIZE)
 def claim_prize(payload: ClaimPrizeV2, job: JobContext) -> dict[str, Any]:
     action = Action(
         CLAIM_PRIZE,
@@ -37,7 +37,6 @@ def claim_prize(payload: ClaimPrizeV2, job: JobContext) -> dict[str, Any]:
     return _run(action, job)
 
 
-@handler(catalog.CHAIN_CLAIM_REFUND)
 def claim_refund(payload: ClaimRefundV2, job: JobContext) -> dict[str, Any]:
     action = Action(
         CLAIM_REFUND,
@@ -48,6 +47,16 @@ def claim_refund(payload: ClaimRefundV2, job: JobContext) -> dict[str, Any]:
         payload.contract,
     )
     return _run(action, job)
+
+
+#: By job declaration; `app` binds them to the worker's broker (importing this boots nothing).
+HANDLERS: dict[JobSpec[Any], Handler[Any]] = {
+    catalog.CHAIN_MINT_BADGE: mint_badge,
+    catalog.CHAIN_CLAIM_PRIZE: claim_prize,
+    catalog.CHAIN_CLAIM_REFUND: claim_refund,
+}
+#: Bind them to a broker (default: the process's global one): `app`, or a test's own.
+bind = partial(bind_handlers, HANDLERS)
 
 
 def _run(action: Action, job: JobContext) -> dict[str, Any]:

@@ -10,4 +10,6 @@ from shared.bootstrap import boot_worker
 
 broker = boot_worker("chain-actions")
 
-from . import actors  # noqa: E402,F401  (binds the handlers to the broker above)
+from . import actors  # noqa: E402
+
+actors.bind(broker)

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from functools import partial
 from typing import Any
-
-import dramatiq
 
 from shared.contracts.email import EmailSendV1, EmailSeqRunDueV1
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
-from shared.jobs.handler import BoundJob, handler
+from shared.jobs.handler import Handler, bind_handlers
+from shared.jobs.spec import JobSpec
 
-from . import app as _app  # noqa: F401  (the worker's broker: boots before the handlers bind)
 from .delivery import deliver
 from .due import run_due
 from .wiring import get_mailer
@@ -28,17 +27,11 @@ def handle_run_due(payload: EmailSeqRunDueV1, job: JobContext) -> dict[str, Any]
     return asdict(stats)
 
 
-def bind(broker: dramatiq.Broker | None = None) -> dict[str, BoundJob[Any]]:
-    """Bind the handlers to `broker` (default: the process's global broker); tests bind their own."""
-    return {
-        catalog.EMAIL_SEND.name: handler(catalog.EMAIL_SEND, broker=broker)(handle_send),
-        catalog.EMAIL_SEQ_RUN_DUE.name: handler(catalog.EMAIL_SEQ_RUN_DUE, broker=broker)(
-            handle_run_due
-        ),
-    }
+#: By job declaration; `app` binds them to the worker's broker (importing this boots nothing).
+HANDLERS: dict[JobSpec[Any], Handler[Any]] = {
+    catalog.EMAIL_SEND: handle_send,
+    catalog.EMAIL_SEQ_RUN_DUE: handle_run_due,
+}
 
-
-_bound = bind()
-#: `send_email.send(payload)`: the producer path (DESIGN §2), same as `catalog.EMAIL_SEND.send`.
-send_email = _bound[catalog.EMAIL_SEND.name]
-run_due_emails = _bound[catalog.EMAIL_SEQ_RUN_DUE.name]
+#: Bind them to a broker (default: the process's global one): `app`, or a test's own.
+bind = partial(bind_handlers, HANDLERS)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
-
-import dramatiq
 
 from shared.contracts.export import ExportBuildV2
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
-from shared.jobs.handler import BoundJob, handler
+from shared.jobs.handler import Handler, bind_handlers
+from shared.jobs.spec import JobSpec
 
-from . import app as _app  # noqa: F401  (the worker's broker: boots before the handlers bind)
 from .build import build_export
 from .wiring import get_exporter
 
@@ -20,10 +19,10 @@ def handle_build(payload: ExportBuildV2, job: JobContext) -> dict[str, Any]:
     return build_export(payload, job, get_exporter())
 
 
-def bind(broker: dramatiq.Broker | None = None) -> dict[str, BoundJob[Any]]:
-    """Bind the handler to `broker` (default: the process's global broker); tests bind their own."""
-    return {catalog.EXPORT_BUILD.name: handler(catalog.EXPORT_BUILD, broker=broker)(handle_build)}
+#: By job declaration; `app` binds them to the worker's broker (importing this boots nothing).
+HANDLERS: dict[JobSpec[Any], Handler[Any]] = {
+    catalog.EXPORT_BUILD: handle_build,
+}
 
-
-#: `build_export_job.send(payload)`: the producer path, same as `catalog.EXPORT_BUILD.send`.
-build_export_job = bind()[catalog.EXPORT_BUILD.name]
+#: Bind them to a broker (default: the process's global one): `app`, or a test's own.
+bind = partial(bind_handlers, HANDLERS)

@@ -9,4 +9,6 @@ from shared.bootstrap import boot_worker
 
 broker = boot_worker("export")
 
-from . import actors  # noqa: E402,F401  (binds the handlers to the broker above)
+from . import actors  # noqa: E402
+
+actors.bind(broker)
