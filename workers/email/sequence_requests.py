@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 from uuid import UUID
 
 from sqlalchemy import text
@@ -35,6 +35,7 @@ from shared.errors import PayloadError
 from shared.jobs import catalog
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import CursorResult
     from sqlalchemy.orm import Session
 
 #: Why a product stopped a sequence (`email_sequences.stop_reason`).
@@ -201,7 +202,9 @@ def sequence_status(session: Session, *, org_id: UUID, sequence_id: UUID) -> dic
 
 def _stop(session: Session, org_id: UUID, sequence_id: UUID, reason: str, now: datetime) -> bool:
     params = {"id": sequence_id, "org_id": org_id, "now": now}
-    stopped = session.execute(STOP, {**params, "reason": reason}).rowcount
+    stopped = cast(
+        "CursorResult[Any]", session.execute(STOP, {**params, "reason": reason})
+    ).rowcount
     if stopped:
         session.execute(CANCEL_PENDING, {**params, "code": f"SEQUENCE_{reason}"})
     return bool(stopped)
@@ -210,11 +213,13 @@ def _stop(session: Session, org_id: UUID, sequence_id: UUID, reason: str, now: d
 def _steps(steps: Sequence[SequenceStep | Mapping[str, Any]]) -> list[SequenceStep]:
     if not steps:
         _refuse(("steps",), "a sequence needs at least one step")
-    out = []
-    for index, step in enumerate(steps):
-        if not isinstance(step, SequenceStep):
+    out: list[SequenceStep] = []
+    for index, given in enumerate(steps):
+        if isinstance(given, SequenceStep):
+            step = given
+        else:
             try:
-                step = SequenceStep(str(step["template_key"]), int(step.get("delay_s", 0)))
+                step = SequenceStep(str(given["template_key"]), int(given.get("delay_s", 0)))
             except (KeyError, TypeError, ValueError):
                 _refuse(("steps", index), "a step is {template_key, delay_s}")
         if step.delay_s < 0:
@@ -223,5 +228,5 @@ def _steps(steps: Sequence[SequenceStep | Mapping[str, Any]]) -> list[SequenceSt
     return out
 
 
-def _refuse(loc: tuple[Any, ...], msg: str) -> None:
+def _refuse(loc: tuple[Any, ...], msg: str) -> NoReturn:
     raise PayloadError(catalog.EMAIL_SEND.name, [{"loc": loc, "msg": msg}])
