@@ -22,7 +22,8 @@ DOMAIN = Domain(
             "Blockchain: reference contracts, node status, indexer cursor, lottery keeper.",
         ),
     ),
-    processes=(Process("scheduler", "scheduler", kind="python"),),
+    # The chain indexer and the lottery keeper read the chain_actions domain's EVM node.
+    processes=(Process("scheduler", "scheduler", kind="python", uses=("chain_actions",)),),
     demo=("scheduler.chain.demo:scenario",),
     migrations="scheduler.migrations",
     console="scheduler.console",

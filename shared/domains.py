@@ -33,7 +33,7 @@ Adding a domain touches no kernel file: docs/domains.md lists the files a new do
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import entry_points
@@ -75,6 +75,9 @@ class Process:
     extra_ports: tuple[tuple[str, int], ...] = ()  # (env var, default) of further listen ports
     summary: str | None = None  # one line `make run` prints once it is ready ({url} replaced)
     threads: int = 8  # a worker's `--threads` (one process each; scale out with replicas)
+    #: Other domains whose services (`Domain.services`: an SMTP sink, an EVM node) it uses; its
+    #: own domain's are implied. `fleet run --only` starts only the services its processes use.
+    uses: tuple[str, ...] = ()
 
     @property
     def fleet(self) -> bool:
@@ -160,3 +163,20 @@ def consoles() -> list[Any]:
 
 def hooks(kind: Literal["services", "demo"]) -> list[Callable[..., Any]]:
     return [load_target(t) for d in registered() for t in getattr(d, kind)]
+
+
+def service_hooks(processes: Collection[str] | None = None) -> list[Callable[..., Any]]:
+    """The `services` hooks the named processes use (None: every domain's): those of each
+    process's own domain and of the domains it names in `Process.uses`."""
+    domains = registered()
+    if processes is None:
+        used = {d.name for d in domains}
+    else:
+        used = {
+            name
+            for d in domains
+            for p in d.processes
+            if p.name in processes
+            for name in (d.name, *p.uses)
+        }
+    return [load_target(t) for d in domains if d.name in used for t in d.services]

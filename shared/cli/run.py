@@ -20,7 +20,7 @@ def run(
         list[str] | None,
         typer.Option(
             "--only",
-            help=f"Run only these processes (repeatable): {', '.join(KNOWN)}. Extras alone (console, API) start no SMTP sink or EVM node.",
+            help=f"Run only these processes (repeatable): {', '.join(KNOWN)}. Starts only the embedded services (SMTP sink, EVM node) those use.",
         ),
     ] = None,
     var_dir: Annotated[

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from ..config import Settings, get_settings
-from ..domains import hooks
+from ..domains import service_hooks
 from . import LaunchError, services_file
 from .embedded import Service
 from .embedded import postgres as embedded_postgres
@@ -110,8 +110,8 @@ def launch(
         }
         # What the domains need on embedded defaults (an SMTP sink, an EVM node): each hook
         # resolves the configured service or starts one, and adds to `child_env` what the
-        # processes need to reach it. Extras alone (`--only console`) use none of them.
-        for start in hooks("services") if fleet_only or not only else []:
+        # processes need to reach it. With `--only`, those its processes use (`Process.uses`).
+        for start in service_hooks([spec.name for spec in plan] if only else None):
             service = start(var, child_env, say)
             services.append(service)
             say(service.describe())
