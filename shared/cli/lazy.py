@@ -64,6 +64,10 @@ def load(target: str) -> Any:
 def to_command(obj: Any) -> Any:
     """A click command from a Typer app, a click command, or a plain function."""
     if isinstance(obj, typer.Typer):
+        if obj.registered_commands or obj.registered_groups:
+            # A group even with one command: Typer collapses an app of one command into that
+            # command, so a domain's command line would change with its number of commands.
+            return typer.main.get_group(obj)
         return typer.main.get_command(obj)
     if hasattr(obj, "main") and hasattr(obj, "make_context"):
         return obj

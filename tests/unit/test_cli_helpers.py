@@ -80,6 +80,8 @@ def domains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[
         "jfcli_ok": "import typer\napp = typer.Typer()\n@app.command()\ndef hello(name: str) -> None:\n"
         "    print(f'hello {name}')\n@app.command()\ndef other() -> None:\n    pass\n",
         "jfcli_broken": "import jfcli_missing_dependency\n",
+        "jfcli_one": "import typer\napp = typer.Typer()\n@app.command()\ndef greet(name: str) -> None:\n"
+        "    print(f'greetings {name}')\n",
     }.items():
         package = tmp_path / name
         package.mkdir()
@@ -90,6 +92,7 @@ def domains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[
         "ok": ("jfcli_ok.cli:app", "ok"),
         "broken": ("jfcli_broken.cli:app", "broken"),
         "absent": ("jfcli_absent.cli:app", "absent"),
+        "one": ("jfcli_one.cli:app", "one"),
     }
 
 
@@ -99,7 +102,7 @@ def test_domains_on_disk_are_registered_without_being_imported(
     import sys
 
     app = FleetApp()
-    assert lazy.register(app, domains) == ["ok", "broken"]
+    assert lazy.register(app, domains) == ["ok", "broken", "one"]
     assert "jfcli_ok.cli" not in sys.modules and "jfcli_broken" not in sys.modules
 
 
@@ -112,6 +115,19 @@ def test_a_domain_command_forwards_its_arguments(
         app(["ok", "hello", "Zoë"], prog_name="fleet")
     assert done.value.code == 0
     assert capsys.readouterr().out == "hello Zoë\n"
+
+
+def test_a_domain_app_with_one_command_keeps_its_command_name(
+    domains: dict[str, tuple[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: Typer collapses an app of one command into that command, so a domain with one
+    command was `fleet one Ada` while a domain with two is `fleet ok hello Zoë`."""
+    app = FleetApp()
+    lazy.register(app, domains)
+    with pytest.raises(SystemExit) as done:
+        app(["one", "greet", "Ada"], prog_name="fleet")
+    assert done.value.code == 0
+    assert capsys.readouterr().out == "greetings Ada\n"
 
 
 def test_a_domain_that_fails_to_import_says_why(
