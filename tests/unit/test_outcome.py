@@ -106,7 +106,9 @@ def test_queue_policies_are_the_design_defaults_not_dramatiqs() -> None:
     assert settings.retry_policy("anything-else") == RetryPolicy(
         max_attempts=5, min_backoff_ms=3_000
     )
-    assert set(default_retries()) == set(expected)
+    # The design's five queues at least: a further domain brings its own (a sixth domain's
+    # queue failed this test when it required exactly these five, issue 33).
+    assert set(expected) <= set(default_retries())
 
 
 def test_a_queue_policy_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
