@@ -43,15 +43,18 @@ def alembic_config(database_url: str) -> Config:
     return cfg
 
 
+def admin_dsn(database_url: str) -> str:
+    """A libpq DSN for the server's `postgres` database (to create or drop others)."""
+    admin = make_url(database_url).set(database="postgres").render_as_string(hide_password=False)
+    return admin.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
 def ensure_database(database_url: str) -> bool:
     """Create the database named in the URL when it does not exist; True when created."""
     import psycopg
 
-    url = make_url(database_url)
-    name = url.database
-    admin = url.set(database="postgres").render_as_string(hide_password=False)
-    dsn = admin.replace("postgresql+psycopg://", "postgresql://", 1)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    name = make_url(database_url).database
+    with psycopg.connect(admin_dsn(database_url), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
         if exists:
             return False

@@ -13,6 +13,7 @@ import pytest
 
 from shared.config import Settings
 from shared.db import schema
+from shared.db.migrate import admin_dsn
 from tests.support import template_db
 
 pytestmark = pytest.mark.skipif(
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.skipif(
 def names(settings: Settings) -> Iterator[list[str]]:
     created: list[str] = []
     yield created
-    with psycopg.connect(template_db._admin_dsn(settings.database_url), autocommit=True) as conn:
+    with psycopg.connect(admin_dsn(settings.database_url), autocommit=True) as conn:
         for name in created:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -66,7 +67,7 @@ def test_a_new_migration_set_drops_templates_of_other_migrations_built_over_a_da
         monkeypatch.setattr(template_db, "migrations_hash", lambda built=built: built)
         names.append(name := f"jobfleet_test_tmpl_{uuid.uuid4().hex[:8]}")
         template_db.create(_url(settings, name))
-    with psycopg.connect(template_db._admin_dsn(settings.database_url), autocommit=True) as conn:
+    with psycopg.connect(admin_dsn(settings.database_url), autocommit=True) as conn:
         long_ago = int(time.time()) - template_db.UNUSED_AFTER_S - 60
         conn.execute(f"COMMENT ON DATABASE \"{template_db.PREFIX}{stale}\" IS 'built {long_ago}'")
         dropped = template_db.drop_unused(conn, keep=template_db.PREFIX + new)

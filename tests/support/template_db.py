@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 from sqlalchemy.engine import make_url
 
-from shared.db.migrate import MIGRATIONS, upgrade, version_locations
+from shared.db.migrate import MIGRATIONS, admin_dsn, upgrade, version_locations
 
 PREFIX = "jobfleet_tmpl_"
 #: A template of other migrations this old is dropped when a new one is built.
@@ -39,13 +39,6 @@ def migrations_hash() -> str:
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
-
-
-def _admin_dsn(database_url: str) -> str:
-    url = make_url(database_url).set(database="postgres")
-    return url.render_as_string(hide_password=False).replace(
-        "postgresql+psycopg://", "postgresql://", 1
-    )
 
 
 def _with_name(database_url: str, name: str) -> str:
@@ -66,7 +59,7 @@ def create(database_url: str, *, pooled: bool = False) -> str:
         upgrade(database_url)
         return "migrated"
     template = PREFIX + migrations_hash()
-    with psycopg.connect(_admin_dsn(database_url), autocommit=True) as conn:
+    with psycopg.connect(admin_dsn(database_url), autocommit=True) as conn:
         if _exists(conn, name or ""):
             upgrade(database_url)
             return "migrated"

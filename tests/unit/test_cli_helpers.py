@@ -106,28 +106,28 @@ def test_domains_on_disk_are_registered_without_being_imported(
     assert "jfcli_ok.cli" not in sys.modules and "jfcli_broken" not in sys.modules
 
 
+@pytest.mark.parametrize(
+    ("argv", "printed"),
+    [
+        (["ok", "hello", "Zoë"], "hello Zoë\n"),
+        # Issue 33: Typer collapses an app of one command into that command, so a domain with
+        # one command was `fleet one Ada` while a domain with two is `fleet ok hello Zoë`.
+        (["one", "greet", "Ada"], "greetings Ada\n"),
+    ],
+    ids=["two-commands", "one-command-keeps-its-name"],
+)
 def test_a_domain_command_forwards_its_arguments(
-    domains: dict[str, tuple[str, str]], capsys: pytest.CaptureFixture[str]
+    domains: dict[str, tuple[str, str]],
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    printed: str,
 ) -> None:
     app = FleetApp()
     lazy.register(app, domains)
     with pytest.raises(SystemExit) as done:
-        app(["ok", "hello", "Zoë"], prog_name="fleet")
+        app(argv, prog_name="fleet")
     assert done.value.code == 0
-    assert capsys.readouterr().out == "hello Zoë\n"
-
-
-def test_a_domain_app_with_one_command_keeps_its_command_name(
-    domains: dict[str, tuple[str, str]], capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Issue 33: Typer collapses an app of one command into that command, so a domain with one
-    command was `fleet one Ada` while a domain with two is `fleet ok hello Zoë`."""
-    app = FleetApp()
-    lazy.register(app, domains)
-    with pytest.raises(SystemExit) as done:
-        app(["one", "greet", "Ada"], prog_name="fleet")
-    assert done.value.code == 0
-    assert capsys.readouterr().out == "greetings Ada\n"
+    assert capsys.readouterr().out == printed
 
 
 def test_a_domain_that_fails_to_import_says_why(
