@@ -100,7 +100,7 @@ print-commands:
 PYC := env -u PYTHONDONTWRITEBYTECODE
 COMPILE := $(PYC) $(BIN)/python -m compileall -q -j 0 shared workers scheduler examples tests >/dev/null
 PYTEST_ARGS ?=
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
 TIMING_WORKERS ?= 2
 test: $(STAMP) prereqs
 	@$(COMPILE)
