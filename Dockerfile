@@ -16,6 +16,7 @@ WORKDIR /app
 # Dependencies first (cached while only the sources change), then the project itself.
 COPY pyproject.toml README.md requirements.lock ./
 COPY shared ./shared
+COPY chain ./chain
 COPY workers ./workers
 COPY scheduler ./scheduler
 COPY examples ./examples

@@ -136,9 +136,9 @@ def payload(i: int, rep: str) -> dict[str, Any]:
 
 def domain_loop(settings: Settings, ai_settings: AiSettings, n: int) -> float:
     """Milliseconds per `run_task` (domain logic + HTTP), no broker."""
-    from shared.contracts.ai import AiRunV1
     from shared.jobs.context import JobContext
     from shared.runtime import Runtime
+    from workers.ai.contracts import AiRunV1
     from workers.ai.run import run_task
     from workers.ai.wiring import build_ai
 

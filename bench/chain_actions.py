@@ -42,13 +42,13 @@ sys.path.insert(0, REPO)
 import psycopg  # noqa: E402
 
 from bench.sandbox import Sandbox  # noqa: E402
-from shared.chain import devnet  # noqa: E402
-from shared.chain.abi import LOTTERY, encode_call  # noqa: E402
-from shared.chain.client import ChainClient  # noqa: E402
-from shared.chain.deploy import LotteryConfig, deploy_reference  # noqa: E402
-from shared.chain.keys import Keyring, new_kek  # noqa: E402
-from shared.chain.registry import record_deployment  # noqa: E402
-from shared.chain.wallets import EMBEDDED, OPERATOR, store_wallet  # noqa: E402
+from chain import devnet  # noqa: E402
+from chain.abi import LOTTERY, encode_call  # noqa: E402
+from chain.client import ChainClient  # noqa: E402
+from chain.deploy import LotteryConfig, deploy_reference  # noqa: E402
+from chain.keys import Keyring, new_kek  # noqa: E402
+from chain.registry import record_deployment  # noqa: E402
+from chain.wallets import EMBEDDED, OPERATOR, store_wallet  # noqa: E402
 from shared.config import get_settings  # noqa: E402
 from shared.runtime import Runtime, set_runtime  # noqa: E402
 from workers.chain_actions import client as chain_actions  # noqa: E402

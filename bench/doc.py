@@ -109,10 +109,10 @@ def wait_ready_logs(
 
 
 def end_to_end(sandbox: Sandbox, data: bytes, storage_root: str, timeout: float) -> float:
-    from shared.contracts.doc import DocIngestV1
     from shared.jobs import catalog
     from shared.runtime import Runtime, set_runtime
     from shared.storage.backends.local import LocalBackend
+    from workers.doc.contracts import DocIngestV1
     from workers.doc.source import upload
 
     runtime = Runtime(sandbox.settings)

@@ -39,10 +39,10 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="write cProfile tops here")
     args = parser.parse_args()
 
-    from shared.contracts.email import EmailSendV1
     from shared.jobs.context import JobContext
     from shared.runtime import Runtime
     from tests.workers.email import postfix as postfix_instance
+    from workers.email.contracts import EmailSendV1
     from workers.email.delivery import deliver
     from workers.email.settings import email_settings
     from workers.email.wiring import build_mailer

@@ -60,8 +60,8 @@ def peak_rss_mb() -> float:
 
 
 def child_copy(settings: Settings) -> dict[str, Any]:
-    from shared.contracts.export import ExportParams
     from workers.export import query, registry
+    from workers.export.contracts import ExportParams
 
     plan = query.plan(registry.get("ACCOUNTING"), ExportParams(), ORG)
     started = time.perf_counter()
@@ -79,12 +79,12 @@ def child_copy(settings: Settings) -> dict[str, Any]:
 
 
 def child_export(settings: Settings, fmt: str, root: str) -> dict[str, Any]:
-    from shared.contracts.export import ExportBuildV2, ExportParams
     from shared.jobs.context import JobContext
     from shared.runtime import Runtime
     from shared.storage.backends.local import LocalBackend
     from workers.export import store
     from workers.export.build import build_export
+    from workers.export.contracts import ExportBuildV2, ExportParams
     from workers.export.wiring import build_exporter
 
     runtime = Runtime(settings)

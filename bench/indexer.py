@@ -41,20 +41,20 @@ import psycopg  # noqa: E402
 from pydantic import SecretStr  # noqa: E402
 
 from bench.sandbox import Sandbox  # noqa: E402
+from chain import devnet  # noqa: E402
+from chain.abi import LOTTERY, decode_result, encode_call  # noqa: E402
+from chain.client import ChainClient  # noqa: E402
+from chain.deploy import LotteryConfig, deploy_reference  # noqa: E402
+from chain.errors import RpcError  # noqa: E402
+from chain.fees import GWEI, initial_fees  # noqa: E402
+from chain.keys import Keyring, new_kek  # noqa: E402
+from chain.registry import record_deployment  # noqa: E402
+from chain.settings import ChainSettings  # noqa: E402
+from chain.wallets import OPERATOR, store_wallet  # noqa: E402
 from scheduler.chain import jobs as chain  # noqa: E402
 from scheduler.chain.indexer import sync_once  # noqa: E402
 from scheduler.chain.keeper import run_once  # noqa: E402
 from scheduler.settings import IndexerSettings, KeeperSettings  # noqa: E402
-from shared.chain import devnet  # noqa: E402
-from shared.chain.abi import LOTTERY, decode_result, encode_call  # noqa: E402
-from shared.chain.client import ChainClient  # noqa: E402
-from shared.chain.deploy import LotteryConfig, deploy_reference  # noqa: E402
-from shared.chain.errors import RpcError  # noqa: E402
-from shared.chain.fees import GWEI, initial_fees  # noqa: E402
-from shared.chain.keys import Keyring, new_kek  # noqa: E402
-from shared.chain.registry import record_deployment  # noqa: E402
-from shared.chain.settings import ChainSettings  # noqa: E402
-from shared.chain.wallets import OPERATOR, store_wallet  # noqa: E402
 from shared.config import get_settings  # noqa: E402
 from shared.runtime import Runtime  # noqa: E402
 

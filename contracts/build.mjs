@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Compiles the reference contracts offline with the pinned solcjs (npm `solc`, the compiler ships
 // inside the package as wasm/js: nothing is downloaded) and writes one artifact per deployable
-// contract to shared/chain/artifacts/<Name>.json, so the fleet loads ABIs without node.
+// contract to chain/artifacts/<Name>.json, so the fleet loads ABIs without node.
 //
 //   node contracts/build.mjs            write the artifacts
 //   node contracts/build.mjs --check    exit 1 when the committed artifacts differ from a rebuild
@@ -20,7 +20,7 @@ const solc = require("solc");
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
-const DEFAULT_OUT = join(ROOT, "shared", "chain", "artifacts");
+const DEFAULT_OUT = join(ROOT, "chain", "artifacts");
 const CONTRACTS = ["BlockLucky", "BlockLuckyPOAP", "VRFCoordinatorLocal"];
 const SETTINGS = {
   optimizer: { enabled: true, runs: 200 },

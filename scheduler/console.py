@@ -22,7 +22,7 @@ from uuid import UUID
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from shared.chain.settings import ChainSettings
+from chain.settings import ChainSettings
 from shared.config import settings_for
 from shared.console.plugins import Con, Op, Panel, guard, present, rows
 from shared.runtime import Runtime

@@ -1,6 +1,6 @@
 """The scheduler's registration (entry point `jobfleet.domains`: `scheduler`): plain data."""
 
-from shared.domains import Command, Domain, Process
+from shared.domains import Command, Domain, PeriodicJob, Process
 
 DOMAIN = Domain(
     name="scheduler",
@@ -28,4 +28,14 @@ DOMAIN = Domain(
     migrations="scheduler.migrations",
     console="scheduler.console",
     status="scheduler.status",
+    periodic=(
+        # One active indexer across replicas: a Postgres advisory lock per window transaction.
+        PeriodicJob(
+            "chain-indexer", "scheduler.chain.jobs:index", "scheduler.settings:indexer_interval_s"
+        ),
+        # One active keeper across replicas: the Redis lock `KEEPER_LOCK_KEY`, fenced.
+        PeriodicJob(
+            "lottery-keeper", "scheduler.chain.jobs:keep", "scheduler.settings:keeper_interval_s"
+        ),
+    ),
 )

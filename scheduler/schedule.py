@@ -1,5 +1,6 @@
-"""The scheduler's periodic jobs, as a table: name, what runs, how often (from settings:
-`scheduler/settings.py`).
+"""The scheduler's periodic jobs, as a table: name, what runs, how often (from settings). The
+fleet's own (the outbox relay, the run store's maintenance, the recovery of lost messages) come
+first, then those the domains register (`Domain.periodic`, shared/domains.py), in fleet order.
 
 Every entry runs with `max_instances=1` and coalescing (see `process.py`); each function takes
 the runtime and `now` (read once per run by the caller) so that time-driven logic is testable
@@ -16,12 +17,12 @@ from datetime import datetime
 import structlog
 
 from shared import maintenance
+from shared.domains import load_target, periodic_jobs
 from shared.outbox import RelayStats, relay_once
 from shared.runtime import Runtime
 
 from . import upkeep
-from .chain import jobs as chain
-from .settings import indexer_settings, keeper_settings, scheduler_settings
+from .settings import scheduler_settings
 
 log = structlog.get_logger("jobfleet.scheduler")
 
@@ -42,20 +43,20 @@ def relay_outbox(runtime: Runtime, now: datetime) -> RelayStats:
     return stats
 
 
+def _registered() -> tuple[Periodic, ...]:
+    return tuple(
+        Periodic(job.name, load_target(job.run), load_target(job.interval))
+        for job in periodic_jobs()
+    )
+
+
 SCHEDULE: tuple[Periodic, ...] = (
     Periodic(
         "outbox-relay", relay_outbox, lambda: scheduler_settings().outbox_relay_interval_ms / 1000
-    ),
-    # One active indexer across replicas: a Postgres advisory lock per window transaction.
-    Periodic("chain-indexer", chain.index, lambda: indexer_settings().interval_ms / 1000),
-    # One active keeper across replicas: the Redis lock `KEEPER_LOCK_KEY`, fenced.
-    Periodic("lottery-keeper", chain.keep, lambda: keeper_settings().interval_ms / 1000),
-    # The slot (minute) is the job's stable id: a second replica's send is a duplicate.
-    Periodic(
-        "email-run-due", upkeep.run_due_emails, lambda: scheduler_settings().email_due_interval_s
     ),
     # Every step locks rows with SKIP LOCKED or goes through the job-id gate.
     Periodic("maintenance", upkeep.maintain, lambda: scheduler_settings().maintenance_interval_s),
     # Cheap (one Redis command, the runs in flight); re-enqueues go through the job-id gate.
     Periodic("recovery", upkeep.recover, lambda: maintenance.RECOVERY_INTERVAL_S),
+    *_registered(),
 )

@@ -4,7 +4,7 @@ indexer (`IndexerSettings`, `INDEXER_*`) and the lottery keeper (`KeeperSettings
 Env var names are those of the fleet's configuration since the start (compose, Kubernetes, the
 README): a field whose name is not `<prefix><FIELD>` names its variable (`validation_alias`).
 The indexer's confirmations (`INDEXER_CONFIRMATIONS`) are the EVM library's
-(`shared.chain.settings.ChainSettings.confirmations`): transactions count at the same depth.
+(`chain.settings.ChainSettings.confirmations`): transactions count at the same depth.
 """
 
 from __future__ import annotations
@@ -26,12 +26,6 @@ class SchedulerSettings(DomainSettings):
         default=1_000,
         validation_alias="OUTBOX_RELAY_INTERVAL_MS",
         description="Period of the scheduler's outbox relay pass",
-    )
-    email_due_interval_s: float = Field(
-        default=60.0,
-        gt=0,
-        validation_alias="EMAIL_DUE_INTERVAL_S",
-        description="Period of email-seq:run_due",
     )
     maintenance_interval_s: float = Field(
         default=60.0,
@@ -81,3 +75,11 @@ def indexer_settings() -> IndexerSettings:
 
 def keeper_settings() -> KeeperSettings:
     return settings_for(KeeperSettings)
+
+
+def indexer_interval_s() -> float:
+    return indexer_settings().interval_ms / 1000
+
+
+def keeper_interval_s() -> float:
+    return keeper_settings().interval_ms / 1000

@@ -1,4 +1,4 @@
-"""Minute jobs of the scheduler: due email sequences and the run store's maintenance."""
+"""The run store's maintenance and the recovery of lost messages: the scheduler's minute jobs."""
 
 from __future__ import annotations
 
@@ -8,23 +8,9 @@ from datetime import datetime
 import structlog
 
 from shared import maintenance
-from shared.contracts import SYSTEM_ORG
-from shared.jobs import catalog
-from shared.jobs.send import SendResult
 from shared.runtime import Runtime
 
 log = structlog.get_logger("jobfleet.scheduler")
-
-
-def slot(now: datetime) -> str:
-    """The minute `now` falls in (`2026-11-29T22:41Z`): two triggers in one minute are one job."""
-    return now.strftime("%Y-%m-%dT%H:%MZ")
-
-
-def run_due_emails(runtime: Runtime, now: datetime) -> SendResult:
-    """Send `email-seq:run_due` for this minute (a duplicate when another replica already did)."""
-    payload = {"org_id": SYSTEM_ORG, "slot": slot(now)}
-    return runtime.sender.send(catalog.EMAIL_SEQ_RUN_DUE, payload)
 
 
 @dataclass(frozen=True)

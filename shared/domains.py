@@ -10,9 +10,9 @@ A registration is plain data: everything it names is a `"module:attribute"` stri
 when used, so `fleet --help` or `fleet config` imports no domain code beyond the registrations.
 What a domain contributes:
 
-- `jobs`: its job declarations (`"module:JOBS"`, a tuple of `shared.jobs.spec.JobSpec` with
-  their payload contracts), when they are not among the kernel's contracts (`shared/contracts`,
-  DESIGN §2, holds the five original domains'); `shared.jobs.catalog` adds them.
+- `jobs`: its job declarations (`"module:JOBS"`, a tuple of `shared.jobs.spec.JobSpec` on the
+  domain's payload contracts); `shared.jobs.catalog` lists every domain's, and serves each as an
+  attribute under the name its module gives it.
 - `settings`: its settings classes (own env prefix); `fleet config` and the README's
   configuration table list them after the kernel's.
 - `commands`: its `fleet` sub-commands (a Typer app, a click command or a function).
@@ -23,6 +23,7 @@ What a domain contributes:
 - `demo`: scenarios of `fleet demo`.
 - `migrations`: the package holding its alembic revisions.
 - `retries`: the default retry policy of its queues.
+- `periodic`: functions the scheduler runs on an interval (`PeriodicJob`).
 - `status`: a module adding its sections to `fleet status` (`sections(settings, metrics)` and
   `render(report, out)`).
 - `console`: a module adding its pages and panels to the operator console (shared/console).
@@ -85,6 +86,21 @@ class Process:
 
 
 @dataclass(frozen=True)
+class PeriodicJob:
+    """A function the scheduler runs every `interval` seconds, at most one run at a time.
+
+    `run`: `"module:function"` taking `(runtime, now)`; it must be safe with two scheduler
+    replicas running at once (a lock, SKIP LOCKED rows or the job-id gate). `interval`:
+    `"module:function"` returning the seconds between two runs, read (from settings) when the
+    schedule is built.
+    """
+
+    name: str
+    run: str
+    interval: str
+
+
+@dataclass(frozen=True)
 class Domain:
     name: str
     #: Fleet order: rows sort by it (health ports follow), then by name.
@@ -99,6 +115,7 @@ class Domain:
     status: str | None = None
     console: str | None = None
     jobs: str | None = None
+    periodic: tuple[PeriodicJob, ...] = ()
 
 
 class DomainError(Exception):
@@ -152,8 +169,23 @@ def migration_packages() -> list[str]:
 
 
 def job_specs() -> list[Any]:
-    """The job declarations the domains bring themselves (`Domain.jobs`)."""
-    return [spec for d in registered() if d.jobs for spec in load_target(d.jobs)]
+    """Every job declaration the domains register (`Domain.jobs`), in fleet order."""
+    return [spec for _, jobs in job_modules() for spec in jobs]
+
+
+def job_modules() -> list[tuple[Any, tuple[Any, ...]]]:
+    """(module, declarations) of each domain's `Domain.jobs` target, in fleet order."""
+    found = []
+    for d in registered():
+        if d.jobs:
+            module_name = d.jobs.partition(":")[0]
+            found.append((importlib.import_module(module_name), tuple(load_target(d.jobs))))
+    return found
+
+
+def periodic_jobs() -> list[PeriodicJob]:
+    """The periodic jobs the domains register, in fleet order."""
+    return [job for d in registered() for job in d.periodic]
 
 
 def consoles() -> list[Any]:

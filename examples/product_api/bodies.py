@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.contracts.export import ExportParams
+from workers.export.contracts import ExportParams
 
 
 class _Body(BaseModel):

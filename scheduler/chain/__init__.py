@@ -2,6 +2,6 @@
 lottery keeper (`keeper.py`), their composition and periodic passes (`jobs.py`), what
 `fleet chain status` and `fleet status` say of them (`status.py`), and `fleet chain` (`cli.py`).
 
-Built on the kernel's EVM client library (`shared/chain/`); the follow-up chain actions are
+Built on the kernel's EVM client library (`chain/`); the follow-up chain actions are
 staged through `workers.chain_actions.client`.
 """

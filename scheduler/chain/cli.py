@@ -1,7 +1,7 @@
 """`fleet chain ...` (registered by the scheduler: `Domain.commands`).
 
 fleet chain deploy [--dev]     deploy the reference contracts, record their addresses
-                               (the EVM library's command: shared/chain/cli.py)
+                               (the EVM library's command: chain/cli.py)
 fleet chain status             node, chain id, recorded contracts, operator wallet; the
                                indexer's cursor and lag, the keeper's last action and lock
 """
@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from chain.cli import db, deploy
 from shared import redis_conn
-from shared.chain.cli import db, deploy
 from shared.cli import output
 from shared.config import get_settings
 
@@ -28,10 +28,10 @@ app.command("deploy")(deploy)
 def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Node head, chain id, contracts, operator balance; indexer cursor and lag, keeper's last
     action and lock holder."""
-    from shared.chain.client import ChainClient, safe_url
-    from shared.chain.registry import deployments
-    from shared.chain.settings import chain_settings
-    from shared.chain.wallets import operator_address
+    from chain.client import ChainClient, safe_url
+    from chain.registry import deployments
+    from chain.settings import chain_settings
+    from chain.wallets import operator_address
 
     from ..settings import keeper_settings
     from .status import indexer_status, keeper_status

@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from shared.chain.settings import chain_settings
+from chain.settings import chain_settings
 from shared.cli.scenario import Scenario
 from shared.runtime import Runtime
 
@@ -44,7 +44,7 @@ class Lottery(Scenario):
         self._contracts: dict[str, str] = {}
 
     def _call(self, contract: str, fn: str, *args: Any) -> tuple[Any, ...]:
-        from shared.chain.abi import decode_result, encode_call
+        from chain.abi import decode_result, encode_call
 
         data = encode_call(contract, fn, *args)
         raw = self._client.call({"to": self._contracts[contract], "data": data})
@@ -52,10 +52,10 @@ class Lottery(Scenario):
 
     def _connect(self, rt: Runtime) -> str | None:
         """Why the round cannot run here, or None."""
-        from shared.chain.abi import BADGE, LOTTERY
-        from shared.chain.client import ChainClient
-        from shared.chain.errors import ContractNotDeployed
-        from shared.chain.registry import contract_address
+        from chain.abi import BADGE, LOTTERY
+        from chain.client import ChainClient
+        from chain.errors import ContractNotDeployed
+        from chain.registry import contract_address
 
         s = chain_settings()
         try:
@@ -84,8 +84,8 @@ class Lottery(Scenario):
         return int(self._client.request("eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
 
     def start(self, rt: Runtime) -> None:
-        from shared.chain import devnet
-        from shared.chain.abi import LOTTERY, encode_call
+        from chain import devnet
+        from chain.abi import LOTTERY, encode_call
 
         self.skipped = self._connect(rt)
         if self.skipped:
@@ -121,8 +121,8 @@ class Lottery(Scenario):
     def _custody(self, rt: Runtime, accounts: list[Any]) -> None:
         """Players' wallets are custodial (the worker claims for the winner with its key):
         seal their keys under the fleet's KEK, as the product does when it creates a wallet."""
-        from shared.chain.keys import Keyring
-        from shared.chain.wallets import store_wallet
+        from chain.keys import Keyring
+        from chain.wallets import store_wallet
 
         chain = chain_settings()
         keks, kek_id = dict(chain.keks), chain.kek_id
@@ -139,7 +139,7 @@ class Lottery(Scenario):
                 store_wallet(conn, keyring, bytes(account.key), owner_ref="fleet demo player")
 
     def pending(self, rt: Runtime) -> bool:
-        from shared.chain.abi import BADGE, LOTTERY
+        from chain.abi import BADGE, LOTTERY
 
         if self.skipped or self.round_id is None:
             return False
@@ -156,7 +156,7 @@ class Lottery(Scenario):
         return row is None or row[0] < len(self.players)
 
     def results(self, rt: Runtime) -> list[str]:
-        from shared.chain.abi import LOTTERY
+        from chain.abi import LOTTERY
 
         if self.skipped:
             return [f"lottery round skipped: {self.skipped}"]

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from shared.chain.abi import BADGE, LOTTERY, event_topic
-from shared.chain.address import to_checksum_address
+from chain.abi import BADGE, LOTTERY, event_topic
+from chain.address import to_checksum_address
 
 #: (contract artifact, event) pairs the indexer asks the node for.
 EVENTS: tuple[tuple[str, str], ...] = (

@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from shared.chain.client import ChainClient
+from chain.client import ChainClient
 
 log = structlog.get_logger("jobfleet.chain.genesis")
 

@@ -28,7 +28,7 @@ from prometheus_client import Counter, Gauge
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from shared.chain.client import ChainClient
+from chain.client import ChainClient
 
 from .events import decode_all, topics
 from .projection import Rewound, apply, rewind

@@ -16,17 +16,17 @@ from typing import Any
 
 import structlog
 
+from chain.abi import BADGE, LOTTERY
+from chain.client import ChainClient
+from chain.errors import ContractNotDeployed, RpcUnavailable
+from chain.journal import ActionJournal
+from chain.keys import Keyring
+from chain.lock import SignerLocks, signer_lock_prefix
+from chain.registry import contract_address, deployments
+from chain.settings import ChainSettings, chain_settings
+from chain.transactions import TxPolicy, TxSender
+from chain.wallets import load_operator
 from shared import redis_conn
-from shared.chain.abi import BADGE, LOTTERY
-from shared.chain.client import ChainClient
-from shared.chain.errors import ContractNotDeployed, RpcUnavailable
-from shared.chain.journal import ActionJournal
-from shared.chain.keys import Keyring
-from shared.chain.lock import SignerLocks, signer_lock_prefix
-from shared.chain.registry import contract_address, deployments
-from shared.chain.settings import ChainSettings, chain_settings
-from shared.chain.transactions import TxPolicy, TxSender
-from shared.chain.wallets import load_operator
 from shared.jobs import runs
 from shared.runtime import Runtime
 

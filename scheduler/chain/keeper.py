@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from prometheus_client import Counter, Gauge
 
-from shared.chain.abi import LOTTERY, decode_result, encode_call
-from shared.chain.client import ChainClient
-from shared.chain.journal import ActionJournal
-from shared.chain.lock import HeldLock, LockLost
-from shared.chain.transactions import TxRequest, TxSender
+from chain.abi import LOTTERY, decode_result, encode_call
+from chain.client import ChainClient
+from chain.journal import ActionJournal
+from chain.lock import HeldLock, LockLost
+from chain.transactions import TxRequest, TxSender
 
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount

@@ -62,7 +62,7 @@ def indexer_section(settings: Settings, metrics: str | None = None) -> dict[str,
     in `metrics`, the fleet's scraped metrics text) is shown instead."""
     import psycopg
 
-    from shared.chain.settings import chain_settings
+    from chain.settings import chain_settings
 
     with psycopg.connect(settings.database_dsn, connect_timeout=2, autocommit=True) as conn:
         try:
@@ -80,7 +80,7 @@ def indexer_section(settings: Settings, metrics: str | None = None) -> dict[str,
         return {"cursor": None, "head": None, "lag": None, "note": "the indexer has no cursor yet"}
     head: int | None = None
     try:
-        from shared.chain.client import ChainClient
+        from chain.client import ChainClient
 
         head = ChainClient.connect(chain_settings().rpc_url, timeout_s=2).block_number()
     except Exception:

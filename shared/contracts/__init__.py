@@ -1,5 +1,5 @@
 """Versioned payload contracts of every job (pydantic v2, frozen, extra=forbid)."""
 
-from .base import SYSTEM_ORG, Address, Contract, Payload, SingleLine
+from .base import SYSTEM_ORG, Contract, Payload, SingleLine
 
-__all__ = ["SYSTEM_ORG", "Address", "Contract", "Payload", "SingleLine"]
+__all__ = ["SYSTEM_ORG", "Contract", "Payload", "SingleLine"]

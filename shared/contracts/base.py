@@ -24,7 +24,6 @@ from ..errors import InvalidPayload, PayloadError
 #: The org of system jobs that act for no single tenant (DESIGN §2).
 SYSTEM_ORG = UUID(int=0)
 
-_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 #: Characters Postgres cannot store in `text` or `jsonb`: NUL, and UTF-16 surrogates (a lone
 #: one is not Unicode text; Python lets it into a `str`, UTF-8 and Postgres do not).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -100,7 +99,7 @@ def _no_crlf(value: str) -> str:
     return value
 
 
-class _DefaultPattern:
+class DefaultPattern:
     """Exports a JSON Schema `pattern` for a constrained string unless the field sets its own,
     so producers in other languages can check the rule before sending."""
 
@@ -116,19 +115,7 @@ class _DefaultPattern:
 
 
 #: A single-line string: header injection (CR/LF) is rejected by the contract.
-SingleLine = Annotated[str, AfterValidator(_no_crlf), _DefaultPattern(r"^[^\r\n]*$")]
-
-
-def _checksum_address(value: str) -> str:
-    if not _ADDRESS.match(value):
-        raise ValueError("must be a 0x-prefixed 20-byte hex address")
-    from ..chain.address import to_checksum_address
-
-    return to_checksum_address(value)
-
-
-#: An EVM address, normalised to its EIP-55 checksum form.
-Address = Annotated[str, AfterValidator(_checksum_address), _DefaultPattern(_ADDRESS.pattern)]
+SingleLine = Annotated[str, AfterValidator(_no_crlf), DefaultPattern(r"^[^\r\n]*$")]
 
 
 class Payload(BaseModel):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ..config import RetryPolicy
 from ..contracts.base import Contract, Payload
 from ..runtime import get_runtime
-from .ids import ChainJobId, stable_job_id
+from .ids import stable_job_id
 from .requires import Requires
 
 if TYPE_CHECKING:
@@ -28,7 +28,8 @@ class JobSpec(Generic[P]):
     contract: Contract[P]
     queue: str
     entity_type: str | None = None
-    #: Custom job id (chain actions); the default is DESIGN §2's stable id.
+    #: A custom job id (a callable of the payload); the default is DESIGN §2's stable id. An
+    #: `id_rule()` method on it says how the id is made, for producers in other languages.
     custom_id: Callable[[P], str] | None = None
     #: Time limit of one attempt; None takes `default_time_limit_ms`.
     time_limit_ms: int | None = None
@@ -44,15 +45,10 @@ class JobSpec(Generic[P]):
     def id_rule(self) -> dict[str, Any]:
         """How this job's id is derived, for producers in other languages (index.json;
         docs/wire-protocol.md §1): a hash of `hashed` fields (None: every field but `v`) with
-        `entity` in the id, or a chain action's form."""
-        if isinstance(self.custom_id, ChainJobId):
-            return {
-                "form": "chain",
-                "action_type": self.custom_id.action_type,
-                "address": self.custom_id.address_field,
-            }
+        `entity` in the id, or the custom rule's own description (`custom_id.id_rule()`)."""
         if self.custom_id is not None:
-            return {"form": "custom"}
+            describe = getattr(self.custom_id, "id_rule", None)
+            return dict(describe()) if callable(describe) else {"form": "custom"}
         latest = self.contract.latest
         fields = latest.model_fields
         return {

@@ -118,7 +118,9 @@ def launch(
             if signals.stop.is_set():
                 return 0
         # A `fleet` command in another terminal finds these (`services_file.py`).
-        services_file.write(services_json, child_env)
+        services_file.write(
+            services_json, child_env, variables=[v for s in services for v in s.variables]
+        )
         supervisor = Supervisor(
             plan,
             env=child_env,

@@ -12,24 +12,40 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-#: What a process of the fleet needs to reach the fleet's services (no secrets among them).
-EXPORTED = ("REDIS_URL", "DATABASE_URL", "CHAIN_RPC_URL", "SMTP_HOST", "SMTP_PORT", "VAR_DIR")
+#: What a process of the fleet needs to reach the kernel's services (no secrets among them); the
+#: domains' services name theirs (`Service.variables`: e.g. a host and a port).
+EXPORTED = ("REDIS_URL", "DATABASE_URL", "VAR_DIR")
+_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_SECRET = re.compile(r"PASSWORD|SECRET|TOKEN|KEY", re.IGNORECASE)
 
 
 def path(var_dir: str | Path) -> Path:
     return Path(var_dir) / "run" / "services.json"
 
 
-def write(file: Path, env: Mapping[str, str], *, pid: int | None = None) -> dict[str, str]:
-    """Record the service variables of `env`; returns them."""
-    exports = {key: env[key] for key in EXPORTED if key in env}
+def write(
+    file: Path,
+    env: Mapping[str, str],
+    *,
+    pid: int | None = None,
+    variables: Iterable[str] = (),
+) -> dict[str, str]:
+    """Record the kernel's service variables of `env` and the `variables` the domains' services
+    name (never one whose name says it is a secret); returns them."""
+    names = dict.fromkeys([*EXPORTED, *variables])
+    exports = {key: env[key] for key in names if key in env and _exportable(key)}
     tmp = file.with_suffix(".tmp")
     tmp.write_text(json.dumps({"pid": pid or os.getpid(), "env": exports}, indent=2) + "\n")
     tmp.replace(file)
     return exports
+
+
+def _exportable(name: str) -> bool:
+    return bool(_NAME.match(name)) and not _SECRET.search(name)
 
 
 def remove(file: Path) -> None:
@@ -42,7 +58,7 @@ def read_live(file: Path) -> dict[str, str] | None:
     try:
         data = json.loads(file.read_text())
         pid = int(data["pid"])
-        exports = {str(k): str(v) for k, v in data["env"].items() if k in EXPORTED}
+        exports = {str(k): str(v) for k, v in data["env"].items() if _exportable(str(k))}
     except (OSError, ValueError, KeyError, TypeError):
         return None
     try:

@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from shared.chain import devnet
-from shared.chain.abi import LOTTERY, decode_result, encode_call
-from shared.chain.wallets import count_by_kek
+from chain import devnet
+from chain.abi import LOTTERY, decode_result, encode_call
+from chain.wallets import count_by_kek
 from tests.support.chain.fixtures import chain_env
 from tests.support.chain.world import KEK_A, KEK_B, World
 

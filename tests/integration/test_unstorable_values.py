@@ -53,8 +53,8 @@ def test_a_value_postgres_cannot_store_is_refused_at_send_naming_the_field(
 def test_a_dict_key_postgres_cannot_store_is_refused_at_send_and_at_parse(key: str) -> None:
     """Before: `{"N\\udc80": "Ada"}` passed the send check and was stored as `N\ufffd\ufffd\ufffd`
     (validation altered the key before the wire was checked)."""
-    from shared.contracts.email import EMAIL_SEND
     from shared.errors import InvalidPayload
+    from workers.email.contracts import EMAIL_SEND
 
     payload = {
         "v": 1, "org_id": str(uuid.uuid4()), "entity_id": str(uuid.uuid4()),

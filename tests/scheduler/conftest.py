@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from chain import devnet
+from chain.settings import ChainSettings
 from scheduler.chain import jobs as chain
 from scheduler.settings import IndexerSettings, KeeperSettings
-from shared.chain import devnet
-from shared.chain.settings import ChainSettings
 from shared.config import Settings
 from shared.runtime import Runtime
 from tests.support.chain.fixtures import (

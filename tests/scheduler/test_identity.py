@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from chain import devnet
+from chain.abi import LOTTERY
+from chain.client import ChainClient
+from chain.deploy import LotteryConfig, deploy_reference
+from chain.registry import record_deployment
 from scheduler.chain import jobs as chain
 from scheduler.chain.indexer import sync_once
 from scheduler.chain.keeper import run_once
-from shared.chain import devnet
-from shared.chain.abi import LOTTERY
-from shared.chain.client import ChainClient
-from shared.chain.deploy import LotteryConfig, deploy_reference
-from shared.chain.registry import record_deployment
 from shared.config import Settings
 from shared.jobs import runs
 from shared.outbox import relay_once

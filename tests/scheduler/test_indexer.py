@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from chain import devnet
+from chain.client import ChainClient
+from chain.errors import RpcUnavailable
 from scheduler.chain import jobs as chain
 from scheduler.chain.indexer import sync_once
-from shared.chain import devnet
-from shared.chain.client import ChainClient
-from shared.chain.errors import RpcUnavailable
 from shared.runtime import Runtime
 from tests.support.chain.world import World
 

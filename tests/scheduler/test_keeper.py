@@ -8,12 +8,12 @@ from typing import Any
 
 import redis
 
+from chain import devnet
+from chain.abi import LOTTERY, encode_call
+from chain.lock import HeldLock, LockLost
+from chain.transactions import TxPolicy, TxRequest, TxSender
 from scheduler.chain import jobs as chain
 from scheduler.chain.keeper import DRAW, _key, _send, run_once
-from shared.chain import devnet
-from shared.chain.abi import LOTTERY, encode_call
-from shared.chain.lock import HeldLock, LockLost
-from shared.chain.transactions import TxPolicy, TxRequest, TxSender
 from shared.runtime import Runtime
 from tests.support.chain.world import World
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from chain import devnet
+from chain.abi import LOTTERY, encode_call
+from chain.fees import GWEI, initial_fees
 from scheduler.chain import jobs as chain
 from scheduler.chain.indexer import sync_once
-from shared.chain import devnet
-from shared.chain.abi import LOTTERY, encode_call
-from shared.chain.fees import GWEI, initial_fees
 from shared.jobs import runs
 from shared.outbox import relay_once
 from shared.runtime import Runtime

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from shared.chain import devnet
-from shared.chain.abi import LOTTERY, event_topic
+from chain import devnet
+from chain.abi import LOTTERY, event_topic
 from tests.support.chain.world import World
 from tests.support.wait import wait_for
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from chain.abi import LOTTERY
+from chain.address import to_checksum_address
 from scheduler.chain import jobs as chain
 from scheduler.chain.indexer import sync_once
 from scheduler.chain.keeper import run_once
-from shared.chain.abi import LOTTERY
-from shared.chain.address import to_checksum_address
 from shared.jobs import runs
 from shared.observability.metrics import render
 from shared.outbox import relay_once
@@ -39,7 +39,7 @@ def all_completed(rt: Runtime, job_ids: list[str], timeout: float = 40) -> None:
 
 
 def logs_named(world: World, event: str, round_id: int) -> int:
-    from shared.chain.abi import event_topic
+    from chain.abi import event_topic
 
     found = world.client.request(
         "eth_getLogs",

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from chain import devnet
 from scheduler.chain import jobs as chain
 from scheduler.chain.indexer import sync_once
 from scheduler.chain.keeper import run_once
 from scheduler.status import scheduler_runs
-from shared.chain import devnet
 from shared.config import Settings
 from shared.runtime import Runtime
 from tests.support.chain.fixtures import chain_env

@@ -8,9 +8,12 @@ from typing import Any
 
 from scheduler.process import build_scheduler
 from scheduler.settings import indexer_settings, keeper_settings, scheduler_settings
-from scheduler.upkeep import maintain, run_due_emails, slot
+from scheduler.upkeep import maintain
 from shared import maintenance
 from shared.runtime import Runtime
+from workers.email.periodic import run_due as run_due_emails
+from workers.email.periodic import slot
+from workers.email.settings import email_settings
 
 NIL = "00000000-0000-0000-0000-000000000000"
 
@@ -59,7 +62,7 @@ def test_the_schedule_runs_every_job_alone_at_its_configured_interval(runtime: R
         "outbox-relay": s.outbox_relay_interval_ms / 1000,
         "chain-indexer": indexer_settings().interval_ms / 1000,
         "lottery-keeper": keeper_settings().interval_ms / 1000,
-        "email-run-due": s.email_due_interval_s,
+        "email-run-due": email_settings().due_interval_s,
         "maintenance": s.maintenance_interval_s,
         "recovery": maintenance.RECOVERY_INTERVAL_S,
     }

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.chain.abi import ARTIFACTS, LOTTERY, error_registry, event_topic
+from chain.abi import ARTIFACTS, LOTTERY, error_registry, event_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def test_every_error_the_worker_maps_is_in_the_abis() -> None:
 
 def test_importing_the_kernel_and_chain_helpers_does_not_import_web3() -> None:
     code = (
-        "import sys, shared.jobs.catalog, shared.chain.abi, shared.chain.transactions, shared.chain.cli,"
+        "import sys, shared.jobs.catalog, chain.abi, chain.transactions, chain.cli,"
         " scheduler.chain.cli, workers.chain_actions.client;"
         "loaded = [m for m in ('web3', 'eth_account', 'eth_abi') if m in sys.modules];"
         "sys.exit(f'imported at import time: {loaded}' if loaded else 0)"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.chain.errors import FeeCapExceeded
-from shared.chain.fees import GWEI, Fees, bumped, initial_fees
+from chain.errors import FeeCapExceeded
+from chain.fees import GWEI, Fees, bumped, initial_fees
 
 
 @pytest.mark.parametrize(

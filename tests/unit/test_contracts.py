@@ -9,10 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from shared.contracts.base import Contract, Payload
-from shared.contracts.chain import MintBadgeV2
 from shared.errors import InvalidPayload, PayloadError
 from shared.jobs import catalog
 from tests.support.jobs import ECHO, EchoV1, EchoV2
+from workers.chain_actions.contracts import MintBadgeV2
 
 ORG = uuid.UUID("6f1c2a3e-8d4b-4c6f-9a1e-2b3c4d5e6f70")
 ENTITY = uuid.UUID("0d9e4c1a-7b2f-4e8a-b6c3-5a4f3e2d1c0b")

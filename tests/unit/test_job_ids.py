@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from shared.jobs import catalog
-from shared.jobs.ids import canonical_json, chain_job_id, stable_job_id
+from shared.jobs.ids import canonical_json, stable_job_id
+from workers.chain_actions.job_ids import chain_job_id
 
 VECTORS = json.loads((Path(__file__).parents[1] / "vectors" / "job_ids.json").read_text("utf-8"))
 

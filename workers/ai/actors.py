@@ -5,11 +5,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from shared.contracts.ai import AiRunV1
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.jobs.handler import Handler, bind_handlers
 from shared.jobs.spec import JobSpec
+from workers.ai.contracts import AiRunV1
 
 from .run import run_task
 from .wiring import get_ai

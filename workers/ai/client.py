@@ -27,9 +27,9 @@ from uuid import UUID
 from sqlalchemy import text
 
 from shared import outbox
-from shared.contracts.ai import AiRunV1
 from shared.errors import PayloadError, PermanentError
 from shared.jobs import catalog
+from workers.ai.contracts import AiRunV1
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

@@ -4,6 +4,7 @@ from shared.domains import Command, Domain, Process
 
 DOMAIN = Domain(
     name="ai",
+    jobs="workers.ai.jobs:JOBS",
     order=20,
     settings=("workers.ai.settings:AiSettings",),
     commands=(Command("ai", "workers.ai.cli:app", "AI tasks: run one, usage and cost per org."),),

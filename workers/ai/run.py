@@ -21,9 +21,9 @@ from typing import Any
 
 import structlog
 
-from shared.contracts.ai import AiRunV1
 from shared.errors import PermanentError, RetryLater
 from shared.jobs.context import JobContext
+from workers.ai.contracts import AiRunV1
 
 from . import store, tasks
 from .meter import Meter

@@ -13,7 +13,7 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import class_row
 
-from shared.contracts.ai import AiRunV1
+from workers.ai.contracts import AiRunV1
 
 _COLUMNS = (
     "id, org_id, task, input, params, status, result, provider, model, calls, tokens_in, "

@@ -5,13 +5,13 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from shared.chain.errors import RpcUnavailable
-from shared.contracts.chain import ClaimPrizeV2, ClaimRefundV2, MintBadgeV2
+from chain.errors import RpcUnavailable
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.jobs.handler import Handler, bind_handlers
 from shared.jobs.spec import JobSpec
 from shared.runtime import get_runtime
+from workers.chain_actions.contracts import ClaimPrizeV2, ClaimRefundV2, MintBadgeV2
 
 from . import wiring
 from .client import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE

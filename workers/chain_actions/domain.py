@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from shared.chain import journal as states
-from shared.chain.abi import BADGE, LOTTERY, Revert, encode_call
-from shared.chain.address import to_checksum_address
-from shared.chain.errors import ChainError, WalletKeyUnreadable
-from shared.chain.journal import ActionJournal, ConnectionFactory
-from shared.chain.keys import Keyring
-from shared.chain.transactions import TxOutcome, TxRequest, TxSender
-from shared.chain.wallets import EMBEDDED, load_operator, load_signer, wallet_info
+from chain import journal as states
+from chain.abi import BADGE, LOTTERY, Revert, encode_call
+from chain.address import to_checksum_address
+from chain.errors import ChainError, WalletKeyUnreadable
+from chain.journal import ActionJournal, ConnectionFactory
+from chain.keys import Keyring
+from chain.transactions import TxOutcome, TxRequest, TxSender
+from chain.wallets import EMBEDDED, load_operator, load_signer, wallet_info
 from shared.errors import PermanentError
-from shared.jobs.ids import chain_job_id
+from workers.chain_actions.job_ids import chain_job_id
 
 from .client import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE
 

@@ -30,7 +30,7 @@ def start(var: Path, env: dict[str, str], say: Callable[[str], None]) -> Service
     """Resolve the node (configured or embedded), give the fleet's processes what they need to
     use it (`CHAIN_RPC_URL`, and the dev KEK when `CHAIN_KEKS` is not set) in `env`, and deploy
     the reference contracts on an embedded one. The launcher stops the service at exit."""
-    from shared.chain.settings import chain_settings
+    from chain.settings import chain_settings
 
     configured = env.get("CHAIN_RPC_URL") or chain_settings().rpc_url
     env.update(dev_keys(var, env))
@@ -47,7 +47,7 @@ def start(var: Path, env: dict[str, str], say: Callable[[str], None]) -> Service
 
 def answers(url: str) -> bool:
     try:
-        from shared.chain.client import ChainClient
+        from chain.client import ChainClient
 
         ChainClient.connect(url, timeout_s=1).chain_id()
         return True
@@ -61,7 +61,7 @@ def dev_keys(var_dir: Path, env: dict[str, str]) -> dict[str, str]:
         return {}
     path = var_dir / "chain" / "kek.json"
     if not path.exists():
-        from shared.chain.keys import new_kek
+        from chain.keys import new_kek
 
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -75,12 +75,16 @@ def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
     if answers(url):
         detail = "from CHAIN_RPC_URL" if "CHAIN_RPC_URL" in env else "the CHAIN_RPC_URL default"
         return Service(
-            "EVM node", url, embedded=False, detail=f"{detail}; deploy with `fleet chain deploy`"
+            "EVM node",
+            url,
+            embedded=False,
+            detail=f"{detail}; deploy with `fleet chain deploy`",
+            variables=("CHAIN_RPC_URL",),
         )
     parts = urlsplit(url)
     if parts.hostname not in ("127.0.0.1", "localhost"):
         raise LaunchError(f"EVM node {url} does not answer (CHAIN_RPC_URL)")
-    from shared.chain.devnet import start_anvil
+    from chain.devnet import start_anvil
 
     try:
         # A block every second, as a real chain makes them: with anvil's default (a block per
@@ -103,6 +107,7 @@ def resolve(url: str, var_dir: Path, *, env: dict[str, str]) -> Service:
         embedded=True,
         detail="chain id 31337, a block per second, state kept in var/chain/",
         stop=anvil.stop,
+        variables=("CHAIN_RPC_URL",),
     )
 
 

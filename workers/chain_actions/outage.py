@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from shared.chain.settings import ChainSettings
+from chain.settings import ChainSettings
 from shared.errors import FleetError, PermanentError, RetryLater
 from shared.outage import OutageWindow
 

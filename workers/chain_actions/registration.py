@@ -8,14 +8,14 @@ from shared.domains import Command, Domain, Process
 
 DOMAIN = Domain(
     name="chain_actions",
+    jobs="workers.chain_actions.jobs:JOBS",
     order=50,
-    settings=("shared.chain.settings:ChainSettings",),
+    settings=("chain.settings:ChainSettings",),
     commands=(
-        Command(
-            "wallets", "shared.chain.cli:wallets_app", "Custodial wallets (keys encrypted at rest)."
-        ),
+        Command("wallets", "chain.cli:wallets_app", "Custodial wallets (keys encrypted at rest)."),
     ),
     processes=(Process("worker-chain-actions", "workers.chain_actions.app"),),
     services=("workers.chain_actions.embedded:start",),
+    migrations="chain.migrations",
     retries={"chain-actions": {"max_attempts": 5, "min_backoff_ms": 1_000}},
 )

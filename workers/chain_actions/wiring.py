@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import threading
 
+from chain.abi import BADGE, LOTTERY
+from chain.address import to_checksum_address
+from chain.client import ChainClient
+from chain.journal import ActionJournal
+from chain.keys import Keyring
+from chain.lock import SignerLocks, signer_lock_prefix
+from chain.registry import contract_address
+from chain.settings import ChainSettings, chain_settings
+from chain.transactions import TxPolicy, TxSender
 from shared import redis_conn
-from shared.chain.abi import BADGE, LOTTERY
-from shared.chain.address import to_checksum_address
-from shared.chain.client import ChainClient
-from shared.chain.journal import ActionJournal
-from shared.chain.keys import Keyring
-from shared.chain.lock import SignerLocks, signer_lock_prefix
-from shared.chain.registry import contract_address
-from shared.chain.settings import ChainSettings, chain_settings
-from shared.chain.transactions import TxPolicy, TxSender
 from shared.runtime import Runtime
 
 from .domain import Collaborators

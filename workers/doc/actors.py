@@ -5,11 +5,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from shared.contracts.doc import DocExtractStructuredV1, DocIndexSearchV1, DocIngestV1, DocOcrV1
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.jobs.handler import Handler, bind_handlers
 from shared.jobs.spec import JobSpec
+from workers.doc.contracts import DocExtractStructuredV1, DocIndexSearchV1, DocIngestV1, DocOcrV1
 
 from .ingest import ingest
 from .pages import process_page

@@ -104,8 +104,8 @@ def ingest_command(
 ) -> None:
     """Upload PATH to storage (file_objects + documents rows) and send doc:ingest."""
     from shared.cli import output
-    from shared.contracts.doc import DocIngestV1
     from shared.jobs import catalog
+    from workers.doc.contracts import DocIngestV1
 
     from .extract import SCHEMA_NAMES
     from .source import upload

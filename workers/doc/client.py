@@ -26,9 +26,9 @@ from uuid import UUID
 from sqlalchemy import text
 
 from shared import outbox
-from shared.contracts.doc import DocIngestV1
 from shared.errors import PayloadError
 from shared.jobs import catalog
+from workers.doc.contracts import DocIngestV1
 
 from .extract import SCHEMA_NAMES
 from .settings import DocSettings, doc_settings

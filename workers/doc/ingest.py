@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.contracts.doc import DocIngestV1, DocOcrV1
 from shared.errors import PermanentError
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
+from workers.doc.contracts import DocIngestV1, DocOcrV1
 
 from . import pdf, store
 from .source import load_file_row

@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from shared.contracts.doc import DocExtractStructuredV1, DocIndexSearchV1, DocOcrV1
 from shared.errors import PermanentError
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
+from workers.doc.contracts import DocExtractStructuredV1, DocIndexSearchV1, DocOcrV1
 
 from . import language, pdf, store
 from .source import load_file_row

@@ -4,6 +4,7 @@ from shared.domains import Command, Domain, Process
 
 DOMAIN = Domain(
     name="doc",
+    jobs="workers.doc.jobs:JOBS",
     order=40,
     settings=("workers.doc.settings:DocSettings",),
     commands=(

@@ -15,9 +15,9 @@ from uuid import UUID
 
 import psycopg
 
-from shared.contracts.doc import DocIndexSearchV1
 from shared.errors import PermanentError
 from shared.jobs.context import JobContext
+from workers.doc.contracts import DocIndexSearchV1
 
 from . import store
 from .wiring import DocServices

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from shared.contracts.doc import DocIngestV1
 from shared.jobs import catalog, runs
+from workers.doc.contracts import DocIngestV1
 
 from . import store
 

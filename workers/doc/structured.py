@@ -10,11 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from shared.contracts.ai import AiRunV1
-from shared.contracts.doc import DocExtractStructuredV1
 from shared.errors import PermanentError
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
+from workers.doc.contracts import DocExtractStructuredV1
 
 from . import language, store
 from .extract import SCHEMA_NAMES, SCHEMAS, extract
@@ -88,18 +87,19 @@ def request_ai(
     """Send `ai:run` for this extraction (the AI task id is derived, so a retry sends nothing)."""
     task_id = uuid.uuid5(AI_TASK_NAMESPACE, f"{payload.entity_id}:{schema}")
     text = "\n\f\n".join(text for _, text, _ in pages)[: services.settings.ai_max_chars]
+    # By name, as any producer outside the AI domain sends it (domains import no other domain).
     sent = services.send_job(
-        catalog.AI_RUN,
-        AiRunV1(
-            org_id=payload.org_id,
-            entity_id=task_id,
-            task="extract",
-            input=text,
-            params={
+        catalog.get("ai:run"),
+        {
+            "org_id": payload.org_id,
+            "entity_id": task_id,
+            "task": "extract",
+            "input": text,
+            "params": {
                 "schema": ai_json_schema(schema),
                 "schema_name": schema,
                 "document_id": str(payload.entity_id),
             },
-        ),
+        },
     )
     return {"ai_task_id": str(task_id), "job_id": sent.job_id, "status": "REQUESTED"}

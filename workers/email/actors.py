@@ -6,11 +6,11 @@ from dataclasses import asdict
 from functools import partial
 from typing import Any
 
-from shared.contracts.email import EmailSendV1, EmailSeqRunDueV1
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.jobs.handler import Handler, bind_handlers
 from shared.jobs.spec import JobSpec
+from workers.email.contracts import EmailSendV1, EmailSeqRunDueV1
 
 from .delivery import deliver
 from .due import run_due

@@ -33,9 +33,9 @@ from uuid import UUID
 from sqlalchemy import text
 
 from shared import outbox
-from shared.contracts.email import EmailSendV1
 from shared.errors import PayloadError
 from shared.jobs import catalog
+from workers.email.contracts import EmailSendV1
 
 from .sequence_requests import (
     SequenceStep,

@@ -43,9 +43,9 @@ from tenacity import (
     wait_exponential,
 )
 
-from shared.contracts.email import EmailSendV1
 from shared.errors import AlreadyDone, FleetError, PermanentError, RetryLater
 from shared.jobs.context import JobContext
+from workers.email.contracts import EmailSendV1
 
 from . import sequences, store
 from .feedback import bounces, tracking, unsubscribe

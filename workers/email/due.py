@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import class_row
 
-from shared.contracts.email import EmailSendV1
 from shared.jobs.send import SendResult
+from workers.email.contracts import EmailSendV1
 
 from . import sequences, store
 

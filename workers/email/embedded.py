@@ -22,6 +22,9 @@ from shared.launcher.spawn import spawn, tail
 
 from .settings import email_settings
 
+#: Where the processes (and `fleet` in another terminal) find the server: the email settings.
+_VARIABLES = ("SMTP_HOST", "SMTP_PORT")
+
 
 def answers(host: str, port: int, timeout: float = 1.0) -> bool:
     """Whether an SMTP server greets (220) at host:port."""
@@ -47,7 +50,9 @@ def resolve(host: str, port: int, var_dir: Path, *, env: dict[str, str]) -> Serv
             if "SMTP_HOST" in env or "SMTP_PORT" in env
             else "the default"
         )
-        return Service("SMTP", f"smtp://{host}:{port}", embedded=False, detail=detail)
+        return Service(
+            "SMTP", f"smtp://{host}:{port}", embedded=False, detail=detail, variables=_VARIABLES
+        )
     if host not in ("127.0.0.1", "localhost"):
         raise LaunchError(f"SMTP server {host}:{port} does not answer (SMTP_HOST/SMTP_PORT)")
     maildir = var_dir / "mail"
@@ -82,6 +87,7 @@ def resolve(host: str, port: int, var_dir: Path, *, env: dict[str, str]) -> Serv
         embedded=True,
         detail=f"mail kept in {maildir}",
         stop=stop,
+        variables=_VARIABLES,
     )
 
 

@@ -1,9 +1,10 @@
 """The email domain's registration (entry point `jobfleet.domains`: `email`): plain data."""
 
-from shared.domains import Command, Domain, Process
+from shared.domains import Command, Domain, PeriodicJob, Process
 
 DOMAIN = Domain(
     name="email",
+    jobs="workers.email.jobs:JOBS",
     order=10,
     settings=("workers.email.settings:EmailSettings",),
     commands=(
@@ -31,4 +32,10 @@ DOMAIN = Domain(
     console="workers.email.console",
     status="workers.email.status",
     retries={"email": {"max_attempts": 3, "min_backoff_ms": 2_000}},
+    # The slot (minute) is the job's stable id: a second replica's send is a duplicate.
+    periodic=(
+        PeriodicJob(
+            "email-run-due", "workers.email.periodic:run_due", "workers.email.periodic:interval_s"
+        ),
+    ),
 )

@@ -95,6 +95,14 @@ class EmailSettings(DomainSettings):
         description="Templates still sent to an address that hard-bounced (default: none)",
     )
 
+    # --- the scheduler's periodic job (registration: `periodic`) ---
+    due_interval_s: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias="EMAIL_DUE_INTERVAL_S",
+        description="Period of email-seq:run_due (sent by the scheduler)",
+    )
+
     # --- feedback loop (issue 22; feedback/): one-click unsubscribe (RFC 8058) ---
     feedback_url: str = Field(
         default="http://127.0.0.1:8180/email",

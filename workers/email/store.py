@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-from shared.contracts.email import EmailSendV1
+from workers.email.contracts import EmailSendV1
 
 SENDABLE = ("SCHEDULED", "QUEUED", "FAILED")
 

@@ -24,8 +24,8 @@ from .templates import Templates
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-    from shared.contracts.email import EmailSendV1
     from shared.jobs.send import SendResult
+    from workers.email.contracts import EmailSendV1
 
 
 def utcnow() -> datetime:

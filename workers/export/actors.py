@@ -5,11 +5,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from shared.contracts.export import ExportBuildV2
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.jobs.handler import Handler, bind_handlers
 from shared.jobs.spec import JobSpec
+from workers.export.contracts import ExportBuildV2
 
 from .build import build_export
 from .wiring import get_exporter

@@ -17,11 +17,11 @@ from typing import IO, Any, cast
 
 import structlog
 
-from shared.contracts.export import ExportBuildV2, ExportParams
 from shared.db.models import FileObject
 from shared.errors import JobCanceled, PermanentError
 from shared.jobs.context import JobContext
 from shared.storage import object_key
+from workers.export.contracts import ExportBuildV2, ExportParams
 
 from . import formats, query, registry, store
 from .formats import Meta, Written

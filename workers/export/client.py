@@ -26,9 +26,9 @@ from uuid import UUID
 from sqlalchemy import text
 
 from shared import outbox
-from shared.contracts.export import ExportBuildV2, ExportParams
 from shared.errors import PayloadError
 from shared.jobs import catalog
+from workers.export.contracts import ExportBuildV2, ExportParams
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

@@ -9,8 +9,8 @@ from uuid import UUID
 from sqlalchemy import text
 
 from shared.cli.scenario import Scenario
-from shared.contracts.export import ExportParams
 from shared.runtime import Runtime
+from workers.export.contracts import ExportParams
 
 from . import store
 from .client import request_export

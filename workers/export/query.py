@@ -22,8 +22,8 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.types.string import TextLoader
 
-from shared.contracts.export import ExportParams
 from shared.errors import PermanentError
+from workers.export.contracts import ExportParams
 
 from .registry import ExportType, Filter
 

@@ -4,6 +4,7 @@ from shared.domains import Command, Domain, Process
 
 DOMAIN = Domain(
     name="export",
+    jobs="workers.export.jobs:JOBS",
     order=30,
     settings=("workers.export.settings:ExportSettings",),
     commands=(

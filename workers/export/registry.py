@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from shared.contracts.export import EXPORT_TYPES, SHIPPED_TYPES
 from shared.errors import PermanentError
+from workers.export.contracts import EXPORT_TYPES, SHIPPED_TYPES
 
 Kind = Literal["text", "int", "decimal", "date", "datetime", "bool", "json"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from shared.contracts.export import ExportParams
 from shared.runtime import Runtime
+from workers.export.contracts import ExportParams
 
 from . import client
 

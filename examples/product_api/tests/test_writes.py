@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 
 from examples.product_api.settings import DEV_ORG_A
-from shared.contracts.email import EmailSendV1
 from shared.jobs import catalog
 from shared.jobs.context import JobContext
 from shared.testing import JobCapture
+from workers.email.contracts import EmailSendV1
 
 from .conftest import Api
 

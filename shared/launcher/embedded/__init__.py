@@ -18,6 +18,9 @@ class Service:
     embedded: bool
     detail: str
     stop: Callable[[], None] = field(default=lambda: None)
+    #: The environment variables a process reads to reach it (e.g. its host and port): the
+    #: launcher records them for `fleet` commands in another terminal (services_file.py).
+    variables: tuple[str, ...] = ()
 
     def describe(self) -> str:
         if self.embedded:

@@ -1,4 +1,4 @@
-"""The EVM library's development node (`shared.chain.devnet.start_anvil`): it waits for the
+"""The EVM library's development node (`chain.devnet.start_anvil`): it waits for the
 node to answer, and gives up at once, with a clear error, when the node exits instead."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from shared.chain import devnet
+from chain import devnet
 
 
 def test_a_node_that_exits_is_reported_at_once_not_after_the_timeout() -> None:

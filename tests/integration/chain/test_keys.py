@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from shared.chain.errors import WalletKeyUnreadable
-from shared.chain.wallets import EMBEDDED, count_by_kek, load_signer, rotate_kek, store_wallet
+from chain.errors import WalletKeyUnreadable
+from chain.wallets import EMBEDDED, count_by_kek, load_signer, rotate_kek, store_wallet
 from tests.support.chain.world import KEK_A, KEK_B, World, keyring
 
 KEY = bytes.fromhex("11" * 32)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from shared.chain import devnet
-from shared.chain.abi import BADGE, encode_call
-from shared.chain.transactions import TxPolicy, TxRequest, TxSender
+from chain import devnet
+from chain.abi import BADGE, encode_call
+from chain.transactions import TxPolicy, TxRequest, TxSender
 from tests.support.chain.world import World
 from tests.support.wait import wait_for
 

@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from shared.chain import devnet
-from shared.chain.abi import BADGE, COORDINATOR, LOTTERY
-from shared.chain.client import ChainClient
-from shared.chain.deploy import LotteryConfig, deploy_reference
-from shared.chain.registry import Deployment, record_deployment
-from shared.chain.settings import ChainSettings
-from shared.chain.wallets import EMBEDDED, OPERATOR, store_wallet
+from chain import devnet
+from chain.abi import BADGE, COORDINATOR, LOTTERY
+from chain.client import ChainClient
+from chain.deploy import LotteryConfig, deploy_reference
+from chain.registry import Deployment, record_deployment
+from chain.settings import ChainSettings
+from chain.wallets import EMBEDDED, OPERATOR, store_wallet
 from shared.config import Settings
 from shared.runtime import Runtime
 from tests.support.chain.world import KEK_A, MIN_PLAYERS, ROUND_S, TICKET, World, keyring

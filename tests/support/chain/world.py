@@ -6,10 +6,10 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from shared.chain import devnet
-from shared.chain.abi import BADGE, LOTTERY, decode_result, encode_call
-from shared.chain.client import ChainClient
-from shared.chain.keys import Keyring
+from chain import devnet
+from chain.abi import BADGE, LOTTERY, decode_result, encode_call
+from chain.client import ChainClient
+from chain.keys import Keyring
 
 #: Fixed test KEKs (random bytes made for these tests; they protect only anvil's public dev keys).
 KEK_A = base64.b64encode(bytes(range(32))).decode()
@@ -103,7 +103,7 @@ def project_ticket(conn: Any, chain_id: int, lottery: str, round_id: int, player
     without buying (the worker mints only for a player the projections know in that round)."""
     import secrets
 
-    from shared.chain.address import to_checksum_address
+    from chain.address import to_checksum_address
 
     conn.execute(
         "INSERT INTO lottery_tickets (chain_id, contract, tx_hash, log_index, block_number,"

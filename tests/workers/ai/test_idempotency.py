@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 import dramatiq
 import pytest
 
-from shared.contracts.ai import AiRunV1
 from shared.errors import RetryLater
 from shared.jobs.context import JobContext
 from shared.observability.logging import configure_logging
 from shared.runtime import Runtime
 from tests.support.wait import wait_run
 from tests.workers.ai.conftest import fake_ai_settings, send_task, task_row, wait_task
+from workers.ai.contracts import AiRunV1
 from workers.ai.run import run_task
 from workers.ai.wiring import Ai, build_ai
 

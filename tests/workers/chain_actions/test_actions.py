@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from shared.chain.abi import BADGE, LOTTERY, encode_call
-from shared.chain.transactions import TxRequest
+from chain.abi import BADGE, LOTTERY, encode_call
+from chain.transactions import TxRequest
 from shared.errors import PermanentError
-from shared.jobs.ids import chain_job_id
 from tests.support.chain.world import TICKET, World, project_ticket
 from workers.chain_actions.client import CLAIM_PRIZE, CLAIM_REFUND, MINT_BADGE
 from workers.chain_actions.domain import Action, perform
+from workers.chain_actions.job_ids import chain_job_id
 
 ZERO = "0x" + "00" * 20
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from shared.chain import devnet
-from shared.chain.abi import LOTTERY, decode_result, encode_call
-from shared.chain.client import ChainClient
+from chain import devnet
+from chain.abi import LOTTERY, decode_result, encode_call
+from chain.client import ChainClient
 from tests.support.chain.fixtures import chain_env
 from tests.support.chain.world import TICKET, World
 from workers.chain_actions import embedded as evm

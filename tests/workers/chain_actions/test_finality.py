@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from shared.chain import devnet
-from shared.chain.abi import BADGE
-from shared.chain.lock import signer_lock_prefix
+from chain import devnet
+from chain.abi import BADGE
+from chain.lock import signer_lock_prefix
 from shared.jobs import runs
 from shared.runtime import Runtime
 from tests.support.chain.fixtures import Workers

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.chain import devnet
+from chain import devnet
 from shared.runtime import Runtime
 from tests.support.chain.fixtures import Workers
 from tests.support.chain.world import World

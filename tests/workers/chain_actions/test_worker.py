@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from shared.chain import devnet
-from shared.chain.abi import LOTTERY
+from chain import devnet
+from chain.abi import LOTTERY
 from shared.contracts.base import SYSTEM_ORG
 from shared.jobs import catalog, runs
 from shared.runtime import Runtime

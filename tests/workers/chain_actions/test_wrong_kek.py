@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from shared.chain.abi import LOTTERY
-from shared.chain.errors import WalletKeyUnreadable
-from shared.jobs.ids import chain_job_id
+from chain.abi import LOTTERY
+from chain.errors import WalletKeyUnreadable
 from tests.support.chain.world import KEK_B, World, keyring, project_ticket
 from workers.chain_actions.client import MINT_BADGE
 from workers.chain_actions.domain import Action, perform
+from workers.chain_actions.job_ids import chain_job_id
 
 
 def test_a_wrong_kek_is_a_clear_permanent_error(world: World, deps: Any, db: Any) -> None:

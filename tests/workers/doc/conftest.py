@@ -10,13 +10,13 @@ import psycopg
 import pytest
 
 from shared.config import RetryPolicy, Settings
-from shared.contracts.doc import DocIngestV1
 from shared.jobs import catalog
 from shared.jobs.send import SendResult
 from shared.runtime import Runtime
 from tests.support.inprocess import InProcessWorker, started_workers
 from tests.support.wait import wait_for
 from workers.doc import actors
+from workers.doc.contracts import DocIngestV1
 from workers.doc.settings import DocSettings, doc_settings
 from workers.doc.source import Upload, upload
 from workers.doc.wiring import DocServices, build_services, set_services

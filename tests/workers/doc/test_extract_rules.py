@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from shared.contracts.doc import DOC_EXTRACT_STRUCTURED
 from workers.doc import language
+from workers.doc.contracts import DOC_EXTRACT_STRUCTURED
 from workers.doc.extract import extract
 from workers.doc.extract.values import dates, ibans, parse_amount
 from workers.doc.ocr import parse_tsv

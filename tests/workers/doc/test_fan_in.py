@@ -192,8 +192,8 @@ def test_a_redelivered_page_after_completion_sends_the_final_jobs_only_as_duplic
 ) -> None:
     """The crash window: the last page's count committed, its sends lost. A redelivery finds
     the page counted, sends again, and the stable job ids keep one run of each final job."""
-    from shared.contracts.doc import DocOcrV1
     from shared.jobs.context import JobContext
+    from workers.doc.contracts import DocOcrV1
     from workers.doc.pages import process_page
 
     up = doc_worker.upload(text_pdf(["Seule page de la facture."]), org=org)

@@ -9,9 +9,9 @@ from email.parser import BytesParser
 import pytest
 from typer.testing import CliRunner
 
-from shared.contracts.email import EMAIL_SEND
 from shared.errors import PayloadError
 from workers.email.cli import app
+from workers.email.contracts import EMAIL_SEND
 from workers.email.message import message_id_for
 from workers.email.sink import read_inbox, read_message, store_message
 from workers.email.templates import HeaderInjection, MissingVariable, Templates, UnknownTemplate

@@ -13,12 +13,12 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from shared.contracts.export import ExportBuildV2, ExportParams
 from shared.errors import JobCanceled, PermanentError
 from shared.storage import StorageBackend
 from tests.workers.export.conftest import Progress, job_context, seed_ledger
 from workers.export import store
 from workers.export.build import build_export
+from workers.export.contracts import ExportBuildV2, ExportParams
 from workers.export.wiring import Exporter
 
 

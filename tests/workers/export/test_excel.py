@@ -14,12 +14,12 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from shared.contracts.export import ExportParams
 from tests.workers.export.conftest import job_context, seed_ledger
 from tests.workers.export.test_build import export_row, new_export
 from tests.workers.export.test_formats import sheet_cells
 from workers.export.build import build_export
 from workers.export.cli import app
+from workers.export.contracts import ExportParams
 from workers.export.wiring import Exporter
 
 

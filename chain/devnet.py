@@ -34,7 +34,7 @@ from .errors import RpcUnavailable
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 #: Anvil's (and Hardhat's) public development mnemonic: test accounts only, never real funds.
 DEV_MNEMONIC = "test test test test test test test test test test test junk"
 _PLATFORMS = {

@@ -3,7 +3,7 @@
 Every call goes through `request`, which maps transport failures to `RpcUnavailable` (retried)
 and JSON-RPC errors to `RpcError` or, for reverts, `CallReverted` with the revert data, so the
 caller decodes the custom error itself instead of relying on message heuristics. web3 is
-imported when a client is built, never on import of `shared.chain`.
+imported when a client is built, never on import of `chain`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import FleetError, PermanentError, RetryLater
+from shared.errors import FleetError, PermanentError, RetryLater
 
 
 class ChainError(FleetError):

@@ -22,8 +22,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import output
-from ..config import get_settings
+from shared.cli import output
+from shared.config import get_settings
+
 from .abi import BADGE, COORDINATOR, LOTTERY
 from .keys import Keyring, new_kek
 from .settings import ChainSettings, chain_settings

@@ -9,11 +9,25 @@ and the worker resolves it to the chain and lottery it is configured with.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from .base import Address, Contract, Payload
+from chain.address import to_checksum_address
+from shared.contracts.base import Contract, DefaultPattern, Payload
+
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
+def _checksum_address(value: str) -> str:
+    if not _ADDRESS.match(value):
+        raise ValueError("must be a 0x-prefixed 20-byte hex address")
+    return to_checksum_address(value)
+
+
+#: An EVM address, normalised to its EIP-55 checksum form.
+Address = Annotated[str, AfterValidator(_checksum_address), DefaultPattern(_ADDRESS.pattern)]
 
 #: `contract` of an upgraded v1 payload (with `chain_id` 0): the worker's configured lottery.
 UNSCOPED_CONTRACT = "0x" + "00" * 20

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from .base import Contract, Payload
+from shared.contracts.base import Contract, Payload
 
 
 class DocIngestV1(Payload):

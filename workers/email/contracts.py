@@ -12,7 +12,7 @@ from uuid import UUID
 
 from pydantic import EmailStr, Field
 
-from .base import Contract, Payload, SingleLine
+from shared.contracts.base import Contract, Payload, SingleLine
 
 
 class EmailSendV1(Payload):

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ..contracts.base import SYSTEM_ORG
+from shared.contracts.base import SYSTEM_ORG
+
 from .address import to_checksum_address
 from .errors import KekNotConfigured
 from .keys import Keyring, SealedKey

@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-from .base import Contract, Payload
+from shared.contracts.base import Contract, Payload
 
 #: The export types the export worker ships (its registry registers them, and any other type
 #: registered in a process, in `EXPORT_TYPES`); the JSON Schema lists these.
