@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from . import contracts, demo, dlq, jobs, outbox, output, queues, status
+from . import contracts, demo, dlq, jobs, outbox, output, queues, repo, status
 from .lazy import register, register_domains
 from .settings import config
 
@@ -100,7 +100,7 @@ app = FleetApp(
 
 
 #: Commands that reach no Redis nor Postgres: nothing to say about services.
-NO_SERVICES = frozenset({"contracts", "config"})
+NO_SERVICES = frozenset({"contracts", "config", "repo"})
 
 
 @app.callback()
@@ -178,6 +178,7 @@ app.add_typer(dlq.app, name="dlq")
 app.add_typer(outbox.app, name="outbox")
 app.add_typer(queues.app, name="queues")
 app.add_typer(contracts.app, name="contracts")
+app.add_typer(repo.app, name="repo")
 
 db_app = typer.Typer(help="Database schema: apply migrations.", no_args_is_help=True)
 app.add_typer(db_app, name="db")

@@ -32,11 +32,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
-from shared.domains import registered
+from shared.domains import GROUP, registered
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,14 +74,14 @@ HEAVY = (
 PROBE = textwrap.dedent(
     """
     import importlib, json, logging, sys, threading
-    module, domain = sys.argv[1], sys.argv[2]
+    module, package = sys.argv[1], sys.argv[2]
     heavy = json.loads(sys.argv[3])
     handlers = list(logging.getLogger().handlers)
     importlib.import_module(module)
     broker = sys.modules.get("dramatiq.broker")
     runtime = sys.modules.get("shared.runtime")
     structlog = sys.modules.get("structlog")
-    booting = ("shared.bootstrap", f"workers.{domain}.app")
+    booting = ("shared.bootstrap", f"{package}.app")
     print(json.dumps({
         "broker": broker is not None and broker.global_broker is not None,
         "runtime": runtime is not None and runtime.installed_runtime() is not None,
@@ -90,7 +91,7 @@ PROBE = textwrap.dedent(
         "booting": sorted(m for m in sys.modules if m in booting),
         "actors": sorted(
             m for m in sys.modules
-            if m.startswith(f"workers.{domain}.") and m.endswith((".actors", ".wiring"))
+            if m.startswith(f"{package}.") and m.endswith((".actors", ".wiring"))
         ),
         "heavy": sorted(m for m in heavy if m in sys.modules),
     }))
@@ -114,6 +115,15 @@ def client_domains() -> list[str]:
     return sorted(names | set(REQUIRED))
 
 
+def package_of(domain: str) -> str:
+    """The package of a domain: its registration's (`workers.email`, or a domain installed from
+    elsewhere: `jf_notes`), read from its entry point."""
+    for ep in entry_points(group=GROUP):
+        if ep.name == domain:
+            return ep.value.partition(":")[0].rpartition(".")[0]
+    return f"workers.{domain}"
+
+
 def exists(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -121,10 +131,10 @@ def exists(module: str) -> bool:
         return False
 
 
-def probe(module: str, domain: str, env: dict[str, str] | None = None) -> dict[str, object]:
+def probe(module: str, package: str, env: dict[str, str] | None = None) -> dict[str, object]:
     """Import `module` in a fresh interpreter; what it started, as that interpreter sees it."""
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, module, domain, json.dumps(HEAVY)],
+        [sys.executable, "-c", PROBE, module, package, json.dumps(HEAVY)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -166,17 +176,19 @@ def test_the_required_domains_are_registered() -> None:
 
 @pytest.mark.parametrize("domain", client_domains())
 def test_every_domain_but_the_scheduler_and_the_api_has_a_client(domain: str) -> None:
-    assert exists(f"workers.{domain}.client"), (
-        f"workers/{domain}/client.py is missing (the domain's producer API)"
+    package = package_of(domain)
+    assert exists(f"{package}.client"), (
+        f"{package.replace('.', '/')}/client.py is missing (the domain's producer API)"
     )
 
 
 @pytest.mark.parametrize("domain", client_domains())
 @pytest.mark.parametrize("part", ["client", "package"])
 def test_importing_it_starts_nothing(domain: str, part: str) -> None:
-    module = f"workers.{domain}.client" if part == "client" else f"workers.{domain}"
+    package = package_of(domain)
+    module = f"{package}.client" if part == "client" else package
     assert exists(module), f"no module {module}"
-    assert probe(module, domain) == NOTHING_STARTED
+    assert probe(module, package) == NOTHING_STARTED
 
 
 @pytest.mark.parametrize("domain", sorted(REQUIRED))
@@ -184,7 +196,7 @@ def test_importing_the_actors_boots_no_worker(domain: str) -> None:
     """Issue 33: `import workers.<domain>.actors` (the handlers, which a product's tests hand to
     `drain` or bind to their own broker) installed the worker's broker, its middleware and log
     handler and replaced the caller's runtime, because it imported `app`. Only `app` boots."""
-    started = probe(f"workers.{domain}.actors", domain)
+    started = probe(f"workers.{domain}.actors", f"workers.{domain}")
     booted = {key: started[key] for key in ("broker", "runtime", "log_handlers", "booting")}
     assert booted == {"broker": False, "runtime": False, "log_handlers": [], "booting": []}
     assert started["structlog_configured"] is False

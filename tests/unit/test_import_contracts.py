@@ -40,7 +40,11 @@ def lint(root: Path) -> subprocess.CompletedProcess[str]:
         ("shared/_bad.py", "import workers.email.store", "The kernel imports no domain"),
         ("shared/_bad.py", "import scheduler.chain.keeper", "The kernel imports no domain"),
         ("workers/ai/_bad.py", "import workers.doc.client", "Domains are independent"),
-        ("scheduler/_bad.py", "import workers.email.store", "only its producer surface is imported"),
+        (
+            "scheduler/_bad.py",
+            "import workers.email.store",
+            "only its producer surface is imported",
+        ),
         ("shared/_bad.py", "import chain.client", "The kernel imports no domain"),
         ("chain/_bad.py", "import workers.chain_actions.jobs", "The EVM library (chain) builds on"),
         ("workers/email/_bad.py", "import chain.client", "The EVM library is the chain slices'"),

@@ -81,7 +81,11 @@ def test_every_job_of_the_catalog_has_a_payload_vector_and_the_file_is_generated
     from tests.vectors import generate
 
     covered = {case["job_name"] for case in VECTORS["payloads"]}
-    assert covered == set(catalog.BY_NAME), sorted(set(catalog.BY_NAME) - covered)
+    assert covered == set(catalog.BY_NAME), (
+        f"no vector for {sorted(set(catalog.BY_NAME) - covered)}: declare an example on its "
+        "contract (json_schema_extra) or a case in tests/vectors/generate.py, then run "
+        "`.venv/bin/python -m tests.vectors.generate`"
+    )
     exports = [c for c in VECTORS["payloads"] if c["job_name"] == "export:build"]
     assert {c["stable_part"]["params"]["bom"] for c in exports} == {True, False}
     assert generate.main(["--check"]) == 0, "run `.venv/bin/python -m tests.vectors.generate`"

@@ -1,6 +1,7 @@
 """Rewrite the `payloads` section of job_ids.json from the inputs below, with the Python
 implementation (`shared.jobs`): a payload as a producer sends it → what validation fills, the
-hashed form and the job id. Every job of the catalog has at least one case (a test checks).
+hashed form and the job id. Every job of the catalog has at least one case (a test checks): one
+written below, or the example its contract declares (a new domain's job).
 
     .venv/bin/python -m tests.vectors.generate          # rewrite tests/vectors/job_ids.json
     .venv/bin/python -m tests.vectors.generate --check  # exit 1 if the file is not up to date
@@ -158,9 +159,21 @@ def vector(name: str, job_name: str, payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def example_cases() -> list[tuple[str, str, dict[str, Any]]]:
+    """A job no case above covers (a new domain's) gets the first example its contract declares
+    (`json_schema_extra={"examples": [...]}` on its latest version)."""
+    covered = {job_name for _, job_name, _ in CASES}
+    found = []
+    for spec in catalog.ALL:
+        examples = spec.contract.latest.model_json_schema().get("examples") or []
+        if spec.name not in covered and examples:
+            found.append((f"{spec.name}: its contract's example", spec.name, dict(examples[0])))
+    return found
+
+
 def render() -> str:
     data = json.loads(FILE.read_text("utf-8"))
-    data["payloads"] = [vector(*case) for case in CASES]
+    data["payloads"] = [vector(*case) for case in [*CASES, *example_cases()]]
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
