@@ -15,10 +15,18 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from shared import outbox
 from shared.contracts import SYSTEM_ORG
-from workers.chain_actions import client as chain_actions
+from shared.jobs import catalog
 
 from .events import Event
+
+#: A follow-up action's job (staged by name, as any producer does) and its address field.
+FOLLOW_UPS = {
+    "MINT_BADGE": ("chain:mint_badge", "player"),
+    "CLAIM_PRIZE": ("chain:claim_prize", "winner"),
+    "CLAIM_REFUND": ("chain:claim_refund", "payer"),
+}
 
 #: Tables holding one row per projected log (rewound by block number).
 LOG_TABLES = (
@@ -81,7 +89,7 @@ def apply(session: Session, chain_id: int, events: Iterable[Event]) -> Applied:
                 p,
             )
             if new:
-                _follow_up(session, applied, chain_id, event, chain_actions.MINT_BADGE, p["player"])
+                _follow_up(session, applied, chain_id, event, "MINT_BADGE", p["player"])
         elif event.name == "WinnerPicked":
             new = _insert(
                 session,
@@ -91,9 +99,7 @@ def apply(session: Session, chain_id: int, events: Iterable[Event]) -> Applied:
             )
             if new:
                 _close_round(session, p, "COMPLETED")
-                _follow_up(
-                    session, applied, chain_id, event, chain_actions.CLAIM_PRIZE, p["winner"]
-                )
+                _follow_up(session, applied, chain_id, event, "CLAIM_PRIZE", p["winner"])
         elif event.name == "RoundCancelled":
             payers = _payers(session, chain_id, event)
             p["payers"] = len(payers)
@@ -106,7 +112,7 @@ def apply(session: Session, chain_id: int, events: Iterable[Event]) -> Applied:
             if new:
                 _close_round(session, p, "CANCELLED")
                 for payer in payers:
-                    _follow_up(session, applied, chain_id, event, chain_actions.CLAIM_REFUND, payer)
+                    _follow_up(session, applied, chain_id, event, "CLAIM_REFUND", payer)
         else:  # BadgeMinted
             new = _insert(
                 session,
@@ -154,19 +160,25 @@ def _enqueued(session: Session, chain_id: int, job_id: str) -> bool:
 def _follow_up(
     session: Session, applied: Applied, chain_id: int, event: Event, kind: str, address: str
 ) -> None:
-    # Scoped by chain and lottery: a redeployed lottery's round 1 is not the old one's.
-    request = chain_actions.action(
-        kind,
-        chain_id=chain_id,
-        contract=event.log.contract,
-        round_id=event.round_id,
-        address=address,
+    # By declaration, as any producer stages a job: the chain actions' job of that kind,
+    # scoped by chain and lottery (a redeployed lottery's round 1 is not the old one's).
+    job_name, address_field = FOLLOW_UPS[kind]
+    spec = catalog.get(job_name)
+    payload = spec.build(
+        {
+            "org_id": SYSTEM_ORG,
+            "chain_id": chain_id,
+            "contract": event.log.contract,
+            "round_id": event.round_id,
+            address_field: address,
+        }
     )
-    job_id = request.job_id
+    job_id = spec.job_id(payload)
     outbox_id = None
     # A second purchase by the same player asks for the same badge: one job.
     if not _enqueued(session, chain_id, job_id):
-        outbox_id = chain_actions.stage(session, request, event_type=f"indexer:{event.name}")
+        staged = outbox.enqueue(session, spec, payload, event_type=f"indexer:{event.name}")
+        outbox_id = staged.id
         applied.actions.append(job_id)
     session.execute(
         text(
@@ -178,7 +190,7 @@ def _follow_up(
         ),
         {
             "chain_id": chain_id,
-            "job_name": request.job_name,
+            "job_name": spec.name,
             "job_id": job_id,
             "outbox_id": outbox_id,
             "tx_hash": event.log.tx_hash,

@@ -1,4 +1,4 @@
-"""Binding a worker's handler to a job declared in the kernel.
+"""Binding a worker's handler to a job its domain declares. For example:
 
     @handler(catalog.EMAIL_SEND)
     def send_email(payload: EmailSendV1, job: JobContext) -> dict | None: ...

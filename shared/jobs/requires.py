@@ -1,7 +1,7 @@
 """`Requires`: a row a job's worker needs and cannot create from the payload, checked at send.
 
 Most jobs can be sent by their catalog name from any language: their worker creates its domain
-row from the payload (`email:send`, `ai:run`, `export:build`). A few cannot: a document's jobs
+row from the payload (for example `email:send`, `ai:run`, `export:build`). A few cannot: a document's jobs
 need the stored bytes that only the doc client's upload (`ingest_document`) puts there.
 Such a job declares what it needs, and a Python send (direct or staged) without that row fails
 at once with a `PayloadError` naming the field, rather than dead-lettering `NOT_FOUND` later.

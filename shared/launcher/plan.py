@@ -2,13 +2,13 @@
 
 The rows come from the domains' registrations (shared/domains.py), in fleet order: each
 domain's workers (`dramatiq workers.<domain>.app`) and Python processes (the scheduler), each
-with its own health port counted from HEALTH_BASE_PORT. `make run-worker-email` runs
-`python -m shared.launcher exec worker-email`, which executes its row; the supervisor of
+with its own health port counted from HEALTH_BASE_PORT. `make run-<row>` (for example
+`make run-worker-email`) runs `python -m shared.launcher exec <row>`, which executes its row; the supervisor of
 `make run` starts every row. So the two cannot drift.
 
 Extras are not fleet rows (compose, Kubernetes and `fleet status` know only the rows): the
-kernel's operator console and the extras domains register (the example product API, the email
-domain's inbound listener), started by `make run` after the fleet on their own ports.
+kernel's operator console and the extras domains register (for example the example product
+API, the email domain's inbound listener), started by `make run` after the fleet on their own ports.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 """Staging a job in the caller's transaction: its outbox event and its STAGED run, one commit.
+For example (two of the fleet's jobs):
 
     with sessions() as session, session.begin():
         session.add(order)

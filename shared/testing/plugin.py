@@ -1,4 +1,4 @@
-"""The pytest plugin a product enables in its own conftest:
+"""The pytest plugin a product enables in its own conftest, for example:
 
     pytest_plugins = ["shared.testing.plugin"]
 
