@@ -10,6 +10,7 @@ and try again at the next tick. Their settings are the process's (`ChainConfig.c
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -70,8 +71,11 @@ def build(runtime: Runtime, config: ChainConfig | None = None) -> ChainJobs:
     s = runtime.settings
     config = config or ChainConfig.current()
     chain, indexing, keeping = config.chain, config.indexer, config.keeper
+    # Is a node there? Asked with a short timeout: a node that accepts and never answers would
+    # hold every chain job (and a SIGTERM) for the whole request timeout on each pass.
+    probe = ChainClient.connect(chain.rpc_url, timeout_s=min(chain.rpc_timeout_s, PROBE_TIMEOUT_S))
+    chain_id = probe.check_chain(chain.chain_id)
     client = ChainClient.connect(chain.rpc_url, timeout_s=chain.rpc_timeout_s)
-    chain_id = client.check_chain(chain.chain_id)
     with runtime.pool.connection() as conn:
         reset = check_genesis(conn, client, chain_id)
     if reset is not None and reset.archived:
@@ -124,6 +128,12 @@ def build(runtime: Runtime, config: ChainConfig | None = None) -> ChainJobs:
 
 
 _lock = threading.Lock()
+#: The timeout of the "is a node there?" request when the chain jobs are built.
+PROBE_TIMEOUT_S = 2.0
+#: After a failed build, how long the chain jobs wait before asking the node again.
+RETRY_AFTER_S = 2.0
+#: runtime id -> (runtime, when the next build may be tried) after a failed build.
+_failed: dict[int, tuple[Runtime, float]] = {}
 _built: dict[int, tuple[Runtime, ChainJobs]] = {}
 _said: set[tuple[int, str]] = set()
 
@@ -157,9 +167,14 @@ def jobs_for(runtime: Runtime, config: ChainConfig | None = None) -> ChainJobs |
         if key in _built and _built[key][0] is runtime and _redeployed(runtime, _built[key][1]):
             del _built[key]
         if key not in _built or _built[key][0] is not runtime:  # ids are reused after a close
+            failed = _failed.get(key)
+            if failed is not None and failed[0] is runtime and time.monotonic() < failed[1]:
+                return None  # the other chain job found no chain a moment ago: not again yet
             try:
                 _built[key] = (runtime, build(runtime, config))
+                _failed.pop(key, None)
             except (ContractNotDeployed, RpcUnavailable) as exc:
+                _failed[key] = (runtime, time.monotonic() + RETRY_AFTER_S)
                 # Said once per cause: a fleet without a chain must not log every 3 s.
                 if (key, type(exc).__name__) not in _said:
                     _said.add((key, type(exc).__name__))
@@ -171,6 +186,7 @@ def jobs_for(runtime: Runtime, config: ChainConfig | None = None) -> ChainJobs |
 def forget(runtime: Runtime) -> None:
     with _lock:
         _built.pop(id(runtime), None)
+        _failed.pop(id(runtime), None)
 
 
 def index(runtime: Runtime, now: datetime) -> SyncResult | None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -18,7 +21,7 @@ from scheduler.settings import scheduler_settings
 from shared import outbox
 from shared.jobs import catalog
 from shared.runtime import Runtime
-from tests.support.procs import Proc, Procs, free_port
+from tests.support.procs import Proc, Procs, free_port, wait_exit
 from tests.support.wait import wait_for
 
 NIL = "00000000-0000-0000-0000-000000000000"
@@ -100,3 +103,42 @@ def test_scheduler_process_serves_ready_relays_the_outbox_and_exits_0_on_sigterm
     assert proc.wait(20) == 0, proc.log_path.read_text()[-2000:]
     lines = [json.loads(x) for x in proc.log_path.read_text().splitlines() if x.startswith("{")]
     assert any(line.get("event") == "scheduler.stopped" for line in lines)
+
+
+@pytest.mark.slow
+def test_a_scheduler_whose_evm_node_never_answers_stops_at_once_on_sigterm(
+    procs: Procs, runtime: Runtime
+) -> None:
+    """A node that accepts connections and never answers (a hung RPC provider, a port another
+    server took): each chain job waited out the 10 s request timeout to find the chain, one
+    after the other, so SIGTERM took 16 s, past a test's 20 s bound on a loaded machine."""
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(64)
+    accepted: list[socket.socket] = []
+    threading.Thread(
+        target=lambda: accepted.extend(iter(lambda: hung.accept()[0], None)), daemon=True
+    ).start()
+    port = free_port()
+    proc = Proc(
+        [sys.executable, "-m", "scheduler"],
+        env=procs.env(
+            {
+                "HEALTH_PORT": str(port),
+                "CHAIN_RPC_URL": f"http://127.0.0.1:{hung.getsockname()[1]}",
+                "INDEXER_INTERVAL_MS": "500",
+                "KEEPER_INTERVAL_MS": "500",
+            }
+        ),
+        log_path=procs.tmp / "scheduler.log",
+    )
+    procs.started.append(proc)
+    try:
+        wait_for(lambda: bool(accepted), timeout=30, what="the chain jobs reach the hung node")
+        time.sleep(1)  # both chain jobs are waiting on it
+        proc.send_signal(signal.SIGTERM)
+        code, waited = wait_exit(proc, 30)
+    finally:
+        hung.close()
+    assert code == 0, proc.log()[-2000:]
+    assert waited < 5, f"stopped {waited:.1f} s after SIGTERM"

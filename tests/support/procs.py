@@ -71,7 +71,25 @@ class Proc:
             os.killpg(self.pid, signum)
 
     def wait(self, timeout: float) -> int:
-        return self.popen.wait(timeout)
+        """Its exit code; a process still running after `timeout` fails the test with where
+        each of its threads is (py-spy) and the end of its log."""
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"{self.popen.args} still running {timeout} s later; its threads:\n"
+                f"{self.stacks()}\nits log:\n{self.log()[-3000:]}"
+            ) from None
+
+    def stacks(self) -> str:
+        """Where each thread of the process is (py-spy dump), or why that is unknown."""
+        spy = Path(sys.executable).with_name("py-spy")
+        if not spy.exists():
+            return "(py-spy is not installed)"
+        done = subprocess.run(
+            [str(spy), "dump", "--pid", str(self.pid)], capture_output=True, text=True, timeout=30
+        )
+        return (done.stdout or done.stderr)[-6000:]
 
     def close(self) -> None:
         """SIGKILL the whole group: a test's processes owe nothing to anyone once it is over
