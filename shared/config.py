@@ -171,6 +171,11 @@ class Settings(BaseSettings):
     metrics_token: str | None = Field(
         default=None, description="Bearer token required on /metrics when set"
     )
+    job_api_token: str | None = Field(
+        default=None,
+        description="Bearer token of the standalone job-status API (`shared.api.service`); "
+        "it does not start without one",
+    )
     prometheus_multiproc_dir: str | None = Field(
         default=None, description="Shared directory for multi-process metrics"
     )
