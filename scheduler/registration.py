@@ -15,6 +15,7 @@ DOMAIN = Domain(
             "schedule",
             "scheduler.cli:app",
             "Periodic jobs of the scheduler: list, pause, resume, run now (audited).",
+            panel=None,
         ),
         Command(
             "chain",

@@ -50,6 +50,9 @@ class Command:
     name: str
     target: str
     help: str
+    #: Where `fleet --help` lists it: under "Domains", or None with the fleet's own commands
+    #: (for example the scheduler's `schedule`, which operates the whole fleet).
+    panel: str | None = "Domains"
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,8 @@ def pause(
         redis_client(runtime), settings.broker_namespace, queue, by=by, reason=reason
     )
     if changed:
-        log.warning("queue.paused", queue=queue, by=by, reason=reason)
+        # The action is audited; the workers warn as they stop (`queue.paused_here`).
+        log.info("queue.paused", queue=queue, by=by, reason=reason)
         audit(runtime, kind="queue", target=queue, action="pause", by=by, reason=reason)
     return pause_info, changed
 
@@ -208,7 +209,7 @@ def resume(
     _known(queue, known)
     ended = resume_queue(redis_client(runtime), runtime.settings.broker_namespace, queue)
     if ended is not None:
-        log.warning("queue.resumed", queue=queue, by=by, reason=reason, paused_by=ended.by)
+        log.info("queue.resumed", queue=queue, by=by, reason=reason, paused_by=ended.by)
         audit(runtime, kind="queue", target=queue, action="resume", by=by, reason=reason)
     return ended
 

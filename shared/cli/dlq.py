@@ -36,10 +36,11 @@ def list_dead(
         output.print_json([shown(run) for run in found])
         return
     output.print_table(
-        ("job_id", "job", "attempt", "error_code", "error", "died_at", "replays"),
+        ("job_id", "org", "job", "attempt", "error_code", "error", "died_at", "replays"),
         (
             (
                 output.cell(r.job_id),
+                output.cell(r.org_id),
                 output.cell(r.job_name),
                 output.cell(r.attempt),
                 output.cell(r.error_code),
@@ -51,6 +52,8 @@ def list_dead(
         ),
         title="Dead runs",
         fold=("job_id",),
+        below=("org", "job_id"),
+        narrow={"org": 9},  # its first hex digits: the id shows it whole
     )
 
 

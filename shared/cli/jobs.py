@@ -53,10 +53,11 @@ def list_runs(
         output.print_json([shown(run) for run in found])
         return
     output.print_table(
-        ("job_id", "job", "status", "attempt", "queued_at", "finished_at", "error"),
+        ("job_id", "org", "job", "status", "attempt", "queued_at", "finished_at", "error"),
         (
             (
                 output.cell(r.job_id),
+                output.cell(r.org_id),
                 output.cell(r.job_name),
                 output.cell(r.status),
                 output.cell(f"{r.attempt}/{r.max_attempts}" if r.max_attempts else r.attempt),
@@ -68,6 +69,8 @@ def list_runs(
         ),
         title="Runs",
         fold=("job_id",),
+        below=("org", "job_id"),
+        narrow={"org": 9},  # its first hex digits: the id shows it whole
     )
 
 

@@ -95,8 +95,13 @@ def forwarder(name: str, target: str) -> Callable[[typer.Context], None]:
     return forward
 
 
-def register(app: typer.Typer, commands: dict[str, tuple[str, str]]) -> list[str]:
-    """Add a forwarding command for every `name: (target, help)` present on disk; their names."""
+def register(
+    app: typer.Typer,
+    commands: dict[str, tuple[str, str]],
+    panels: dict[str, str | None] | None = None,
+) -> list[str]:
+    """Add a forwarding command for every `name: (target, help)` present on disk; their names.
+    `panels`: the `fleet --help` panel of each (None: with the fleet's own commands)."""
     added = []
     for name, (target, help_text) in commands.items():
         if not module_present(target.partition(":")[0]):
@@ -106,7 +111,7 @@ def register(app: typer.Typer, commands: dict[str, tuple[str, str]]) -> list[str
             help=help_text,
             context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
             add_help_option=False,
-            rich_help_panel="Domains",
+            rich_help_panel=(panels or {}).get(name),
         )(forwarder(name, target))
         added.append(name)
     return added
@@ -116,4 +121,7 @@ def register_domains(app: typer.Typer) -> list[str]:
     """The commands every registered domain declares (shared/domains.py)."""
     from shared.domains import commands
 
-    return register(app, {c.name: (c.target, c.help) for c in commands()})
+    found = commands()
+    return register(
+        app, {c.name: (c.target, c.help) for c in found}, {c.name: c.panel for c in found}
+    )

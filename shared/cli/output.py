@@ -20,13 +20,19 @@ from rich.table import Table
 
 
 def _width() -> int | None:
-    """A terminal's own width; piped output gets a wide page instead of rich's 80 columns."""
+    """A terminal's own width; piped output gets a wide page instead of rich's 80 columns,
+    unless COLUMNS says how wide."""
     if sys.stdout.isatty():
         return None
     try:
-        return max(int(os.environ.get("COLUMNS", "0")), 160)
-    except ValueError:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
         return 160
+
+
+#: Below this width a list of runs prints each run as a line and its org and id on the next,
+#: instead of a table whose id column would fold over ten lines.
+NARROW = 120
 
 
 #: Human output; `soft_wrap` keeps long job ids on one line when stdout is a pipe.
@@ -74,7 +80,14 @@ def print_table(
     *,
     title: str | None = None,
     fold: Sequence[str] = (),
+    below: Sequence[str] = (),
+    narrow: Mapping[str, int] | None = None,
 ) -> None:
+    """`below`: columns (long ids) that a narrow terminal gets on a line of their own.
+    `narrow`: the widest a column may be in the table (cut with "…"; whole in `below`)."""
+    if below and out.width < NARROW:
+        _print_records(columns, list(rows), title=title, below=below)
+        return
     table = Table(title=title, show_lines=False, header_style="bold")
     for name in columns:
         table.add_column(
@@ -82,6 +95,7 @@ def print_table(
             overflow="fold" if name in fold else "ellipsis",
             no_wrap=name not in fold,
             min_width=len(name),
+            max_width=(narrow or {}).get(name),
         )
     count = 0
     for row in rows:
@@ -91,6 +105,31 @@ def print_table(
         out.print(table)
     else:
         err.print(f"[dim]no {escape(title.lower()) if title else 'rows'}[/dim]")
+
+
+def _print_records(
+    columns: Sequence[str], rows: list[Sequence[Any]], *, title: str | None, below: Sequence[str]
+) -> None:
+    """Each row as a line of aligned cells, then `  name value` per `below` column but the
+    last, whose value (an id) has a line of its own."""
+    if not rows:
+        err.print(f"[dim]no {escape(title.lower()) if title else 'rows'}[/dim]")
+        return
+    inline = [i for i, name in enumerate(columns) if name not in below]
+    under = [columns.index(name) for name in below]
+    widths = {i: max(len(columns[i]), *(len(str(row[i])) for row in rows)) for i in inline}
+    if title:
+        out.print(f"[bold]{title}[/bold]")
+    header = "  ".join(columns[i].ljust(widths[i]) for i in inline).rstrip()
+    out.print(f"[bold]{escape(header[: out.width])}[/bold]")
+    for row in rows:
+        line = "  ".join(str(row[i]).ljust(widths[i]) for i in inline).rstrip()
+        out.print(line if len(line) <= out.width else line[: out.width - 1] + "…")
+        *labelled, last = under
+        for i in labelled:
+            out.print(f"  [dim]{columns[i]}[/dim] {row[i]}")
+        # The id alone, folded at the width: two lines at 80 columns, not ten.
+        out.print(f"  {row[last]}", soft_wrap=False, overflow="fold")
 
 
 def print_fields(fields: Mapping[str, Any], *, title: str | None = None) -> None:

@@ -34,6 +34,8 @@ class Operator:
 
     name: str
     orgs: tuple[UUID, ...] = ()
+    #: False for the local operator of a console without auth (on loopback): nothing to log out of.
+    authenticated: bool = True
 
     @property
     def restricted(self) -> bool:
@@ -71,7 +73,7 @@ class Guard:
             host = (request.headers.get("host") or "").rsplit(":", 1)[0]
             if not is_loopback(host):
                 raise HTTPException(403, "the console without auth answers on loopback only")
-            return Operator(local_operator(), orgs)
+            return Operator(local_operator(), orgs, authenticated=False)
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
         if scheme.lower() == "bearer" and s.token is not None:

@@ -237,6 +237,27 @@ def test_dlq_list_show_and_a_dry_run_replay_change_nothing(runtime: Any, db: Any
     assert queued_messages(runtime, "email") == []
 
 
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_lists_of_runs_read_at_80_columns_with_their_org_and_whole_ids(
+    runtime: Any, db: Any, width: int
+) -> None:
+    """Issue 32: at 80 columns a job id was folded over ten lines of its table column."""
+    org = uuid.uuid4()
+    dead = insert_dead(db, payload=email_payload(org))
+    sent = catalog.EMAIL_SEND.send(email_payload(org))
+    for argv, job_id in (
+        (("jobs", "list", "--org", str(org)), sent.job_id),
+        (("dlq", "list"), dead),
+    ):
+        text = ok(*argv, env={"COLUMNS": str(width)}).stdout
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= width, text
+        assert str(org) in text, text  # an org column (or line)
+        if width == 80:  # the id whole, on two lines at most
+            assert job_id in "".join(line.strip() for line in lines), text
+            assert sum(1 for line in lines if line.strip() and line.strip() in job_id) <= 2, text
+
+
 def test_every_command_on_one_job_id_takes_the_org_or_an_explicit_all_orgs(
     runtime: Any, db: Any
 ) -> None:

@@ -24,6 +24,8 @@ def test_an_operator_pauses_and_resumes_a_queue_and_every_view_shows_it(
         "queues", "pause", "email", "--reason", "SMTP provider ban", "--by", "ops@example.com"
     )
     assert "paused email" in said.stdout + said.stderr
+    # Its own message only: no log line of the pause before it (issue 32).
+    assert "queue.paused" not in said.stdout + said.stderr
 
     status = as_json("queues", "status")
     email = next(q for q in status["queues"] if q["queue"] == "email")
