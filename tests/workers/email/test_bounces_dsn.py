@@ -69,8 +69,11 @@ def test_a_dsn_from_postfix_marks_the_email_bounced_and_suppresses_the_address(
     ).fetchone()
     assert suppressed[0] == "BOUNCED" and "Mailbox does not exist" in suppressed[1]
     # The report reached us through Postfix's smtp client, to the VERP address of this email.
+    # Postfix logs that delivery once our listener has answered its DATA, which is when the
+    # row turned BOUNCED: the line may come a moment after.
     verp = tokens.verp_address(listener.key, email.id, BOUNCE_DOMAIN)
-    assert f"to=<{verp}>, relay=127.0.0.1[127.0.0.1]:{postfix.bounce_port}" in postfix.log()
+    delivered = f"to=<{verp}>, relay=127.0.0.1[127.0.0.1]:{postfix.bounce_port}"
+    wait_for(lambda: delivered in postfix.log(), timeout=10, what="Postfix's log of the DSN")
 
 
 def _dsn(recipient: str, *, status: str | None = "5.2.2", action: str = "failed") -> bytes:
