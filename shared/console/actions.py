@@ -9,7 +9,7 @@ tenant.
 # No `from __future__ import annotations`: FastAPI reads the endpoints' annotations.
 from collections.abc import Callable
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from .. import pauses, periodic
 from ..errors import FleetError
+from ..jobs import runs as run_store
 from . import audit, dead, fleet, ledgers, search
 from .app import Console, console_of
 from .security import SESSION_COOKIE, Operator
@@ -136,6 +137,25 @@ def _describe(flt: search.RunFilter | None, n_selected: int) -> str:
         return f"selection of {n_selected}"
     parts = [f"{k}={v}" for k, v in flt.__dict__.items() if v is not None and k != "status"]
     return "filter " + (" ".join(parts) or "(every dead run)")
+
+
+@router.post("/cancel")
+def cancel_run(request: Request, con: Con, auth: Checked) -> Response:
+    """Cancel one run, as `fleet jobs cancel` does: a STAGED, QUEUED or FAILED run at once, a
+    RUNNING one at its handler's next progress or checkpoint (cooperative). Audited."""
+    op, form = auth
+    job_id = form.get("job_id") or ""
+    rt = con.runtime()
+    if search.run_detail(rt, job_id, orgs=op.orgs) is None:
+        raise HTTPException(404, f"no run {job_id}")  # or one of an org this console cannot see
+    try:
+        status = run_store.cancel(job_id, org_id=None, runtime=rt)
+    except FleetError as exc:
+        raise HTTPException(409, str(exc)) from exc
+    audit.record(rt, actor=op.name, action="run-cancel", target=job_id, count=1,
+                 detail={"status": status}, client=_client(request))  # fmt: skip
+    said = "canceled" if status == "CANCELED" else f"cancel requested ({status})"
+    return _back(form, f"/runs/{quote(job_id, safe='')}", f"{said}: {job_id}")
 
 
 @router.post("/dead/{action}", response_class=HTMLResponse)

@@ -199,6 +199,32 @@ def test_an_operator_pauses_and_resumes_a_queue_from_the_overview(
     page.context.close()
 
 
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280x800", "390x844"])
+def test_an_operator_finds_a_queued_run_and_cancels_it_from_its_page(
+    chromium: Any, console: Served, db: Any, shots: Path, viewport: dict[str, int]
+) -> None:
+    """Issue 32: cancel was CLI and API only; the run page offered only a replay."""
+    org = uuid.uuid4()
+    queued = insert_run(db, org_id=org, status="QUEUED", attempt=0, request_id=f"req-{org}")
+    page = signed_in(chromium, console, viewport)
+    page.goto("/runs")
+    page.fill("input[name=request_id]", f"req-{org}")
+    page.click("button:has-text('Search')")
+    page.wait_for_url("**request_id=**")
+    page.click("td.id a")
+    page.wait_for_selector("h1:has-text('Run')")
+    assert "QUEUED" in page.locator("h1").inner_text()
+    page.click("button:has-text('Cancel this run')")
+    page.wait_for_selector("text=canceled:")
+    assert "CANCELED" in page.locator("h1").inner_text()
+    assert page.locator("button:has-text('Cancel this run')").count() == 0
+    shoot(page, shots, f"run-canceled-{viewport['width']}")
+    assert db.execute("SELECT status FROM job_runs WHERE job_id = %s", (queued,)).fetchone() == (
+        "CANCELED",
+    )
+    page.context.close()
+
+
 def test_without_auth_or_without_the_csrf_token_the_browser_is_refused(
     chromium: Any, console: Served, db: Any, shots: Path
 ) -> None:

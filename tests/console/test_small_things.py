@@ -3,11 +3,12 @@ error, a favicon, and no "Log out" where nobody logged in."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
 from tests.console.conftest import TOKEN, insert_run
-from tests.console.test_security import client
+from tests.console.test_security import client, csrf_of
 
 
 def test_the_runs_list_shows_each_runs_error(runtime: Any, db: Any, tmp_path: Path) -> None:
@@ -31,3 +32,30 @@ def test_log_out_only_for_someone_who_logged_in_and_a_favicon(runtime: Any, tmp_
     with client(runtime, tmp_path, token=TOKEN) as authed:
         authed.headers["Authorization"] = f"Bearer {TOKEN}"
         assert "Log out" in authed.get("/").text
+
+
+def test_an_operator_cancels_a_queued_run_from_its_page_audited_and_only_in_their_orgs(
+    runtime: Any, db: Any, tmp_path: Path
+) -> None:
+    mine, theirs = uuid.uuid4(), uuid.uuid4()
+    queued = insert_run(db, org_id=mine, status="QUEUED", attempt=0)
+    done = insert_run(db, org_id=mine, status="COMPLETED")
+    their = insert_run(db, org_id=theirs, status="QUEUED", attempt=0)
+    status = "SELECT status FROM job_runs WHERE job_id = %s"
+    with client(runtime, tmp_path, token=TOKEN, token_operator="ops", orgs=str(mine)) as c:
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        page = c.get(f"/runs/{queued}").text
+        assert "Cancel this run" in page
+        assert "Cancel this run" not in c.get(f"/runs/{done}").text  # nothing to cancel
+        token = csrf_of(page)
+        assert c.post("/cancel", data={"job_id": queued}).status_code == 403  # no CSRF token
+        answer = c.post(
+            "/cancel", data={"csrf": token, "job_id": queued, "next": f"/runs/{queued}"}
+        )
+        assert answer.status_code == 303 and "canceled" in answer.headers["location"]
+        assert c.post("/cancel", data={"csrf": token, "job_id": their}).status_code == 404
+    assert db.execute(status, (queued,)).fetchone() == ("CANCELED",)
+    assert db.execute(status, (their,)).fetchone() == ("QUEUED",)
+    assert db.execute(
+        "SELECT actor, action, target FROM console_audit WHERE action = 'run-cancel'"
+    ).fetchall() == [("ops", "run-cancel", queued)]
