@@ -158,6 +158,51 @@ def cancel_run(request: Request, con: Con, auth: Checked) -> Response:
     return _back(form, f"/runs/{quote(job_id, safe='')}", f"{said}: {job_id}")
 
 
+#: A run in these is canceled at once; a RUNNING one at its handler's next progress/checkpoint.
+CANCELABLE = ("STAGED", "QUEUED", "FAILED", "RUNNING")
+
+
+@router.post("/runs/cancel", response_class=HTMLResponse)
+def cancel_runs(request: Request, con: Con, auth: Checked) -> Response:
+    """Cancel the cancelable runs of a search (at most `dead.BULK_LIMIT`): a dry run (how many,
+    which) until confirmed, then each as `cancel_run` does; audited once with the count."""
+    op, form = auth
+    rt = con.runtime()
+    names = ("org_id", "job_name", "status", "entity_id", "request_id", "since", "until")
+    try:
+        flt = search.RunFilter.parse({n: form.get(f"f_{n}") or "" for n in names})
+    except search.BadFilter as exc:
+        raise HTTPException(400, f"bad filter: {exc}") from exc
+    statuses = [flt.status] if flt.status in CANCELABLE else [] if flt.status else CANCELABLE
+    targets: list[tuple[str, UUID]] = []
+    for status in statuses:
+        one = search.RunFilter(**{**flt.__dict__, "status": status})
+        left = dead.BULK_LIMIT - len(targets)
+        targets += search.matching_ids(rt, one, orgs=op.orgs, limit=left) if left > 0 else []
+    parts = [f"{k}={v}" for k, v in flt.__dict__.items() if v is not None]
+    what = "search " + (" ".join(parts) or "(every run)")
+    back = "/runs?" + urlencode({n: form.get(f"f_{n}") or "" for n in names if form.get(f"f_{n}")})
+    if not targets:
+        return _back(form, back, f"no cancelable run ({what})")
+    if form.get("confirm") != "1":
+        hidden = [(k, v) for k, v in form.items() if k not in ("csrf", "confirm")]
+        return con.render(
+            request, op, "confirm_cancel.html", page="runs", runs=targets[:20],
+            count=len(targets), what=what, hidden=hidden, limit=dead.BULK_LIMIT, back=back,
+        )  # fmt: skip
+    outcome: dict[str, int] = {}
+    for job_id, _org in targets:
+        try:
+            status = run_store.cancel(job_id, org_id=None, runtime=rt)
+        except FleetError:
+            status = "GONE"  # purged or finished meanwhile: nothing to cancel
+        outcome[status] = outcome.get(status, 0) + 1
+    audit.record(rt, actor=op.name, action="runs-cancel", target=what, count=len(targets),
+                 detail=outcome, client=_client(request))  # fmt: skip
+    said = ", ".join(f"{n} {s.lower()}" for s, n in sorted(outcome.items()))
+    return _back(form, back, f"canceled {outcome.get('CANCELED', 0)} of {len(targets)} ({said})")
+
+
 @router.post("/dead/{action}", response_class=HTMLResponse)
 def dead_action(action: str, request: Request, con: Con, auth: Checked) -> Response:
     op, form = auth

@@ -225,6 +225,32 @@ def test_an_operator_finds_a_queued_run_and_cancels_it_from_its_page(
     page.context.close()
 
 
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280x800", "390x844"])
+def test_an_operator_cancels_every_queued_run_of_a_search_after_a_dry_run(
+    chromium: Any, console: Served, db: Any, shots: Path, viewport: dict[str, int]
+) -> None:
+    org = uuid.uuid4()
+    queued = [
+        insert_run(db, org_id=org, status="QUEUED", attempt=0, request_id=f"bulk-{org}")
+        for _ in range(3)
+    ]
+    page = signed_in(chromium, console, viewport)
+    page.goto("/runs")
+    page.fill("input[name=request_id]", f"bulk-{org}")
+    page.click("button:has-text('Search')")
+    page.wait_for_url("**request_id=**")
+    page.click("button:has-text('Cancel the cancelable runs of this search')")
+    page.wait_for_selector("[data-test=dry-run]")
+    assert "Dry run: 3" in page.locator("[data-test=dry-run]").inner_text()
+    shoot(page, shots, f"bulk-cancel-dry-run-{viewport['width']}")
+    page.click("button:has-text('Cancel 3 run(s)')")
+    page.wait_for_selector("text=canceled 3 of 3")
+    assert page.locator("td[data-label=status]").all_inner_texts() == ["CANCELED"] * 3
+    rows = db.execute("SELECT status FROM job_runs WHERE job_id = ANY(%s)", (queued,)).fetchall()
+    assert rows == [("CANCELED",)] * 3
+    page.context.close()
+
+
 def test_without_auth_or_without_the_csrf_token_the_browser_is_refused(
     chromium: Any, console: Served, db: Any, shots: Path
 ) -> None:

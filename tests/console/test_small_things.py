@@ -59,3 +59,31 @@ def test_an_operator_cancels_a_queued_run_from_its_page_audited_and_only_in_thei
     assert db.execute(
         "SELECT actor, action, target FROM console_audit WHERE action = 'run-cancel'"
     ).fetchall() == [("ops", "run-cancel", queued)]
+
+
+def test_a_bulk_cancel_of_a_filter_is_a_dry_run_until_confirmed_and_stays_in_its_orgs(
+    runtime: Any, db: Any, tmp_path: Path
+) -> None:
+    mine, theirs = uuid.uuid4(), uuid.uuid4()
+    cancelable = [
+        insert_run(db, org_id=mine, status=s, attempt=0) for s in ("QUEUED", "STAGED", "FAILED")
+    ]
+    finished = insert_run(db, org_id=mine, status="COMPLETED")
+    their = insert_run(db, org_id=theirs, status="QUEUED", attempt=0)
+    status = "SELECT status FROM job_runs WHERE job_id = %s"
+    with client(runtime, tmp_path, token=TOKEN, token_operator="ops", orgs=str(mine)) as c:
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        page = c.get("/runs", params={"job_name": "test:echo"}).text
+        assert "Cancel the cancelable runs of this search" in page
+        form = {"csrf": csrf_of(page), "f_job_name": "test:echo"}
+        dry = c.post("/runs/cancel", data=form)
+        assert dry.status_code == 200 and "Dry run: <strong>3</strong>" in dry.text
+        assert all(db.execute(status, (j,)).fetchone() != ("CANCELED",) for j in cancelable)
+        done = c.post("/runs/cancel", data={**form, "confirm": "1"})
+        assert done.status_code == 303 and "canceled+3" in done.headers["location"]
+    assert [db.execute(status, (j,)).fetchone()[0] for j in cancelable] == ["CANCELED"] * 3
+    assert db.execute(status, (finished,)).fetchone() == ("COMPLETED",)
+    assert db.execute(status, (their,)).fetchone() == ("QUEUED",)
+    assert db.execute(
+        "SELECT action, count FROM console_audit WHERE action = 'runs-cancel'"
+    ).fetchall() == [("runs-cancel", 3)]
