@@ -31,6 +31,15 @@ def signed_in(chromium: Any, console: Served, viewport: dict[str, int]) -> Any:
     return page
 
 
+def runs_of_request(page: Any, request_id: str) -> Any:
+    """The runs page, searched by request id, as an operator types it."""
+    page.goto("/runs")
+    page.fill("input[name=request_id]", request_id)
+    page.click("button:has-text('Search')")
+    page.wait_for_url("**request_id=**")
+    return page
+
+
 def shoot(page: Any, shots: Path, name: str) -> None:
     page.screenshot(path=str(shots / f"{name}.png"), full_page=False)
 
@@ -206,11 +215,7 @@ def test_an_operator_finds_a_queued_run_and_cancels_it_from_its_page(
     """Issue 32: cancel was CLI and API only; the run page offered only a replay."""
     org = uuid.uuid4()
     queued = insert_run(db, org_id=org, status="QUEUED", attempt=0, request_id=f"req-{org}")
-    page = signed_in(chromium, console, viewport)
-    page.goto("/runs")
-    page.fill("input[name=request_id]", f"req-{org}")
-    page.click("button:has-text('Search')")
-    page.wait_for_url("**request_id=**")
+    page = runs_of_request(signed_in(chromium, console, viewport), f"req-{org}")
     page.click("td.id a")
     page.wait_for_selector("h1:has-text('Run')")
     assert "QUEUED" in page.locator("h1").inner_text()
@@ -234,11 +239,7 @@ def test_an_operator_cancels_every_queued_run_of_a_search_after_a_dry_run(
         insert_run(db, org_id=org, status="QUEUED", attempt=0, request_id=f"bulk-{org}")
         for _ in range(3)
     ]
-    page = signed_in(chromium, console, viewport)
-    page.goto("/runs")
-    page.fill("input[name=request_id]", f"bulk-{org}")
-    page.click("button:has-text('Search')")
-    page.wait_for_url("**request_id=**")
+    page = runs_of_request(signed_in(chromium, console, viewport), f"bulk-{org}")
     page.click("button:has-text('Cancel the cancelable runs of this search')")
     page.wait_for_selector("[data-test=dry-run]")
     assert "Dry run: 3" in page.locator("[data-test=dry-run]").inner_text()
