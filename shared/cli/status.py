@@ -295,7 +295,7 @@ def status(
         typer.Option("--var-dir", help="Where `make run` keeps its state (default: $VAR_DIR)."),
     ] = None,
 ) -> None:
-    """Queues, workers alive, scheduler runs, indexer lag, outbox backlog."""
+    """Queues, workers alive, outbox backlog, and each domain's own sections."""
     settings = get_settings()
     state_file = Path(var_dir or settings.var_dir) / "run" / "fleet.json"
     report = collect(settings, state_file)

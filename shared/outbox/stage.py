@@ -24,6 +24,7 @@ import json
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
@@ -45,21 +46,8 @@ log = structlog.get_logger("jobfleet.outbox")
 
 CHANNEL = "jobfleet_outbox"
 NOTIFY = text("SELECT pg_notify(:channel, '')")
-#: The run, in the caller's transaction. A run that already exists keeps its state (the job id
-#: is a duplicate: the relay's send will answer so), except a CANCELED one, staged again.
-STAGE_RUN = text(
-    """
-INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id, payload,
-                      attempt, request_id, queued_at)
-VALUES (:o, :n, :j, :q, 'STAGED', :et, :e, CAST(:p AS jsonb), 0, :r, now())
-ON CONFLICT (job_id) DO UPDATE
-   SET status = 'STAGED', payload = EXCLUDED.payload, request_id = EXCLUDED.request_id,
-       queued_at = EXCLUDED.queued_at, attempt = 0, cancel_requested = FALSE, error_code = NULL,
-       error = NULL, result = NULL, started_at = NULL, finished_at = NULL, message_id = NULL,
-       next_retry_at = NULL
- WHERE job_runs.status = 'CANCELED'
-"""
-)
+#: The run, in the caller's transaction (the statement is shared with the Node.js kit).
+STAGE_RUN = text(Path(__file__).with_name("stage_run.sql").read_text())
 #: `session.info` key: the events this transaction staged with `at_commit=True`.
 _AT_COMMIT = "jobfleet.outbox.at_commit"
 

@@ -29,6 +29,7 @@ from shared.jobs import catalog
 from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.procs import Proc, free_port
+from tests.support.relay import relaying
 from tests.support.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -261,19 +262,11 @@ def example_api(
         except httpx.TransportError:
             return False
 
-    runtime = Runtime(settings)
-    stop = threading.Event()
-    relay = threading.Thread(
-        target=outbox.run_relay, args=(runtime, stop), kwargs={"interval_s": 0.1}
-    )  # fmt: skip
-    relay.start()
     try:
-        wait_for(up, timeout=60, interval=0.2, what="the example API answering")
-        yield url, keys
+        with relaying(settings):
+            wait_for(up, timeout=60, interval=0.2, what="the example API answering")
+            yield url, keys
     finally:
-        stop.set()
-        relay.join(10)
-        runtime.close()
         for proc in procs:
             proc.close()
 

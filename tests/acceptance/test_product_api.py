@@ -9,10 +9,8 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,11 +19,10 @@ import httpx
 import psycopg
 import pytest
 
-from shared import outbox
 from shared.config import Settings
-from shared.runtime import Runtime
 from tests.support.env import test_env
 from tests.support.procs import Proc, free_port
+from tests.support.relay import relaying
 from tests.support.wait import wait_for
 
 PRODUCT_API = "product-api"  # the example's extra process (examples/product_api/registration.py)
@@ -98,23 +95,6 @@ def api(
     yield server
     worker.close()
     server.proc.close()
-
-
-@contextmanager
-def relaying(settings: Settings) -> Iterator[None]:
-    """The outbox relay (the scheduler's job in production) on a thread of this process."""
-    runtime = Runtime(settings)
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=outbox.run_relay, args=(runtime, stop), kwargs={"interval_s": 0.1}
-    )
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(10)
-        runtime.close()
 
 
 def visible(client: httpx.Client, job_id: str) -> bool:

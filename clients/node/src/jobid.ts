@@ -27,8 +27,14 @@ export function jobIdOf(spec: Job, payload: Record<string, unknown>): string {
   return `${payload.org_id}:${spec.name}:${payload[rule.entity]}:${digest}`;
 }
 
+/** A payload ready to send or stage: its job, the payload as the worker sees it, its id. */
+export function prepared(job: string | Job, payload: Record<string, unknown>) {
+  const spec = lookup(job);
+  const valid = validate(spec, payload);
+  return { spec, valid, jobId: jobIdOf(spec, valid) };
+}
+
 /** The id the fleet gives `payload` of `job` (a name such as `email:send`, or a `Job`). */
 export function jobId(job: string | Job, payload: Record<string, unknown>): string {
-  const spec = lookup(job);
-  return jobIdOf(spec, validate(spec, payload));
+  return prepared(job, payload).jobId;
 }

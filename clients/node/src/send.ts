@@ -4,8 +4,8 @@ import { randomUUID } from "node:crypto";
 
 import { ENQUEUE_ONCE_LUA } from "./generated/contracts";
 import { BrokerUnavailable } from "./errors";
-import { jobIdOf } from "./jobid";
-import { type Job, job as lookup, validate } from "./jobs";
+import { prepared } from "./jobid";
+import type { Job } from "./jobs";
 
 /** What `send` needs of a Redis client (ioredis' `Redis` has it). */
 export interface RedisLike {
@@ -79,9 +79,7 @@ export async function send(
   options: SendOptions = {},
 ): Promise<SendResult> {
   if (options.delayMs !== undefined && !(options.delayMs >= 0)) throw new RangeError("delayMs must not be negative");
-  const spec = lookup(job);
-  const valid = validate(spec, payload);
-  const jobId = jobIdOf(spec, valid);
+  const { spec, valid, jobId } = prepared(job, payload);
   const ns = options.namespace ?? "dramatiq";
   const msg = message(spec, valid, jobId, options);
   let holder: unknown;

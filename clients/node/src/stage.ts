@@ -5,8 +5,9 @@
 import { randomUUID } from "node:crypto";
 
 import { SchemaNotMigrated } from "./errors";
-import { jobIdOf } from "./jobid";
-import { type Job, job as lookup, validate } from "./jobs";
+import { STAGE_RUN } from "./generated/contracts";
+import { prepared } from "./jobid";
+import type { Job } from "./jobs";
 
 /** What `stage` needs of a node-postgres client (`pg.Client`, a `PoolClient`) in a transaction. */
 export interface SqlLike {
@@ -33,18 +34,6 @@ INSERT INTO outbox_events (id, org_id, type, job_name, job_id, payload, request_
 VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, 'PENDING', 0,
         CASE WHEN $8::bigint IS NULL THEN NULL ELSE now() + make_interval(secs => $8::bigint / 1000.0) END)`;
 
-// shared/outbox/stage.py's STAGE_RUN: a run that exists keeps its state (the job id is a
-// duplicate), except a CANCELED one, staged again.
-const STAGE_RUN = `
-INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id, payload,
-                      attempt, request_id, queued_at)
-VALUES ($1, $2, $3, $4, 'STAGED', $5, $6, $7::jsonb, 0, $8, now())
-ON CONFLICT (job_id) DO UPDATE
-   SET status = 'STAGED', payload = EXCLUDED.payload, request_id = EXCLUDED.request_id,
-       queued_at = EXCLUDED.queued_at, attempt = 0, cancel_requested = FALSE, error_code = NULL,
-       error = NULL, result = NULL, started_at = NULL, finished_at = NULL, message_id = NULL,
-       next_retry_at = NULL
- WHERE job_runs.status = 'CANCELED'`;
 
 /**
  * Validate `payload` (InvalidPayload, before anything is written), then write its outbox event
@@ -58,9 +47,7 @@ export async function stage(
   options: StageOptions = {},
 ): Promise<Staged> {
   if (options.delayMs !== undefined && !(options.delayMs >= 0)) throw new RangeError("delayMs must not be negative");
-  const spec = lookup(job);
-  const valid = validate(spec, payload);
-  const jobId = jobIdOf(spec, valid);
+  const { spec, valid, jobId } = prepared(job, payload);
   const eventId = randomUUID();
   const wire = JSON.stringify(valid);
   const requestId = options.requestId ?? null;
@@ -70,9 +57,11 @@ export async function stage(
       eventId, valid.org_id, options.eventType ?? spec.name, spec.name, jobId, wire, requestId,
       options.delayMs === undefined ? null : Math.trunc(options.delayMs),
     ]);
-    await sql.query(STAGE_RUN, [
-      valid.org_id, spec.name, jobId, spec.queue, spec.entityType, entity === null ? null : String(entity), wire, requestId,
-    ]);
+    const run: Record<string, unknown> = {
+      o: valid.org_id, n: spec.name, j: jobId, q: spec.queue, et: spec.entityType,
+      e: entity === null ? null : String(entity), p: wire, r: requestId,
+    };
+    await sql.query(STAGE_RUN.text, STAGE_RUN.names.map((name) => run[name]));
     await sql.query("SELECT pg_notify('jobfleet_outbox', '')");
   } catch (err) {
     if ((err as { code?: string }).code === "42P01") throw new SchemaNotMigrated(err);
