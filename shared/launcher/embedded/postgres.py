@@ -106,13 +106,16 @@ def server_home(base: Path) -> Path:
     directory), root-owned and 0755 up to `HOMES`, so the server's user reaches it whatever the
     checkout's parents' modes are (a root home or a `mktemp -d` directory is 0700).
     """
-    resolved = str(base.resolve())
-    digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
     _safe_dir(HOMES)
     _remove_orphans()
-    home = _safe_dir(HOMES / digest)
-    (home / _BASE).write_text(resolved + "\n")
+    home = _safe_dir(home_of(base))
+    (home / _BASE).write_text(str(base.resolve()) + "\n")
     return home
+
+
+def home_of(base: Path) -> Path:
+    """The path of `base`'s home under `HOMES` (nothing is created)."""
+    return HOMES / hashlib.sha256(str(base.resolve()).encode()).hexdigest()[:16]
 
 
 _BASE = "base"  # the path of the checkout's var/postgres a home serves
