@@ -180,7 +180,9 @@ app.add_typer(queues.app, name="queues")
 app.add_typer(contracts.app, name="contracts")
 app.add_typer(repo.app, name="repo")
 
-db_app = typer.Typer(help="Database schema: apply migrations.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="Database schema: apply migrations, wait for them.", no_args_is_help=True
+)
 app.add_typer(db_app, name="db")
 app.command("config")(config)
 app.command("status")(status.status)
@@ -202,6 +204,35 @@ def db_upgrade(
     url = get_settings().database_url
     upgrade(url, revision)
     output.out.print(f"database {output.cell(redact_url(url))} upgraded to {revision}")
+
+
+
+@db_app.command("wait")
+def db_wait(
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Give up after this many seconds (exit 1).")
+    ] = 300.0,
+    interval: Annotated[
+        float, typer.Option("--interval", help="Seconds between two looks.")
+    ] = 2.0,
+) -> None:
+    """Wait until every migration head (kernel and domains) is applied, then exit 0.
+
+    A Kubernetes init container of each worker and of the scheduler (compose/k8s): a pod of a new
+    release starts once its migration Job has run. Postgres not answering yet is waited for too.
+    """
+    from shared.config import get_settings
+    from shared.db.schema import wait_migrated
+
+    from .settings import redact_url
+
+    settings = get_settings()
+
+    def said(reason: str) -> None:
+        output.err.print(f"waiting for the schema: {output.cell(reason)}")
+
+    wait_migrated(settings.database_dsn, timeout_s=timeout, interval_s=interval, on_wait=said)
+    output.out.print(f"database {output.cell(redact_url(settings.database_url))} is migrated")
 
 
 DOMAINS = register(app, KERNEL_APPS) + register_domains(app)

@@ -7,11 +7,14 @@ head is its recorded revision or an ancestor of one; a recorded revision these s
 know (a newer release migrated it) counts as ahead, not behind.
 
 Used by `send` (once per process, before the first enqueue), by every process's
-`/health/ready`, and by a worker before it fetches (`db/watch.py`).
+`/health/ready`, by a worker before it fetches (`db/watch.py`), and by `fleet db wait` (a
+Kubernetes init container: `wait_migrated`).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -83,3 +86,47 @@ def check(conn: psycopg.Connection[Any]) -> None:
     missing = missing_heads(recorded(conn))
     if missing:
         raise SchemaNotMigrated(f"{NOT_MIGRATED} (missing: {', '.join(missing)})")
+
+
+class SchemaWaitTimedOut(SchemaNotMigrated):
+    """the database did not reach every migration head in time"""
+
+    code = "SCHEMA_WAIT_TIMED_OUT"
+
+
+def wait_migrated(
+    dsn: str,
+    *,
+    timeout_s: float,
+    interval_s: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    on_wait: Callable[[str], None] = lambda reason: None,
+) -> None:
+    """Return once the database has every head of the scripts (`fleet db wait`: a worker's init
+    container, so that no pod of a new release starts before its migration Job has run).
+
+    Postgres not answering yet counts as not migrated: the pod may start before the database.
+    `on_wait` hears why each look failed (once per change of reason). Past `timeout_s`,
+    `SchemaWaitTimedOut` says what was still missing, or why the database could not be read."""
+    deadline = clock() + timeout_s
+    said = ""
+    while True:
+        try:
+            with psycopg.connect(dsn, connect_timeout=max(1, min(5, int(timeout_s)))) as conn:
+                missing = missing_heads(recorded(conn))
+            reason = f"missing: {', '.join(missing)}" if missing else ""
+        except psycopg.Error as exc:
+            reason = f"database unreachable: {str(exc).strip().splitlines()[0]}"
+        if not reason:
+            return
+        if reason != said:
+            on_wait(reason)
+            said = reason
+        left = deadline - clock()
+        if left <= 0:
+            raise SchemaWaitTimedOut(
+                f"database not migrated after {timeout_s:g} s ({reason}): has the migration "
+                "Job of this release run? (`fleet db upgrade`)"
+            )
+        sleep(min(interval_s, left))
