@@ -23,6 +23,7 @@ from prometheus_client import Counter, Histogram
 
 from shared import pauses, periodic, redis_conn
 from shared.config import Settings, get_settings
+from shared.jobs import catalog
 from shared.observability import probes
 from shared.observability.health import HealthServer
 from shared.observability.logging import configure_logging
@@ -178,6 +179,14 @@ def health_server(settings: Settings, scheduler: BackgroundScheduler) -> HealthS
             raise RuntimeError("scheduler not running")
 
     client = redis_conn.client(settings)  # REDIS_URL, or the master REDIS_SENTINELS name
+
+    def backlog(queue: str) -> dict[str, Any] | None:
+        # KEDA's metrics-api trigger of each worker reads this (compose/k8s): the scheduler
+        # runs two replicas behind a Service, and knows every queue of the catalog.
+        if queue not in catalog.QUEUES:
+            return None
+        return probes.queue_backlog(client, settings.broker_namespace, queue)
+
     return HealthServer(
         host=settings.health_host,
         port=settings.health_port,
@@ -188,6 +197,7 @@ def health_server(settings: Settings, scheduler: BackgroundScheduler) -> HealthS
             "scheduler": running,
         },
         metrics_token=settings.metrics_token,
+        backlog=backlog,
     )
 
 

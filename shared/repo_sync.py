@@ -59,6 +59,12 @@ def _workers() -> set[str]:
     return {p.name for p in rows() if p.kind == "worker"}
 
 
+def _backlog_service() -> str:
+    """The Service KEDA reads each queue's backlog from: the process of the plan that is no
+    worker (it serves `/queues/<queue>/backlog`; compose/k8s/base/keda-scaledobjects.yaml)."""
+    return next(p.name for p in rows() if p.kind != "worker")
+
+
 # -- compose ---------------------------------------------------------------------------------
 
 _COMPOSE_SERVICE = """  {name}:
@@ -143,6 +149,7 @@ spec:
       securityContext:
         runAsNonRoot: true
         runAsUser: 10001
+        seccompProfile: {{type: RuntimeDefault}}
       containers:
         - name: {name}
           image: jobfleet:latest
@@ -152,6 +159,15 @@ spec:
                 name: jobfleet-config
             - secretRef:
                 name: jobfleet-secrets
+          securityContext: &hardened
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities: {{drop: [ALL]}}
+          # The root filesystem is read-only: temporary files (tesseract, XLSX, caches via
+          # XDG_CACHE_HOME) go to /tmp, VAR_DIR's files to /app/var; both are emptyDirs.
+          volumeMounts: &writable
+            - {{name: tmp, mountPath: /tmp}}
+            - {{name: var, mountPath: /app/var}}
           env:
 {env}          ports:
             - name: health
@@ -168,6 +184,40 @@ spec:
           resources:
             requests: {{cpu: 100m, memory: 256Mi}}
             limits: {{memory: 512Mi}}
+      # Starts the process once its release's migration Job has applied every head (migrate-job.yaml).
+      initContainers:
+        - name: wait-for-schema
+          image: jobfleet:latest
+          command: ["fleet", "db", "wait", "--timeout", "600"]
+          envFrom:
+            - configMapRef:
+                name: jobfleet-config
+            - secretRef:
+                name: jobfleet-secrets
+          securityContext: *hardened
+          volumeMounts: *writable
+          resources:
+            requests: {{cpu: 50m, memory: 128Mi}}
+            limits: {{memory: 256Mi}}
+      volumes:
+        - name: tmp
+          emptyDir: {{sizeLimit: 1Gi}}
+        - name: var
+          emptyDir: {{sizeLimit: 64Mi}}
+---
+# Node drains and cluster upgrades evict one pod at a time: it hands its in-flight jobs back on
+# SIGTERM (or finishes them within the grace) before the next one goes.
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {name}
+  labels:
+    app.kubernetes.io/name: {name}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {name}
 """
 
 _SCALED_OBJECT = """---
@@ -184,14 +234,15 @@ spec:
   # A worker drains its prefetch and in-flight jobs on SIGTERM; don't flap.
   cooldownPeriod: 120
   triggers:
-    - type: redis
+    - type: metrics-api
       metadata:
-        addressFromEnv: REDIS_ADDRESS
-        listName: "dramatiq:{queue}"
-        listLength: "10"
-        databaseIndex: "0"
+        url: "http://{backlog}.default.svc.cluster.local/queues/{queue}/backlog"
+        format: json
+        valueLocation: backlog
+        targetValue: "10"
+        authMode: bearer
       authenticationRef:
-        name: jobfleet-redis
+        name: jobfleet-metrics
 """
 
 
@@ -250,7 +301,9 @@ def scaled_objects_text(text: str, plan: list[ProcessSpec]) -> str:
             text = (
                 text.rstrip("\n")
                 + "\n"
-                + _SCALED_OBJECT.format(name=spec.name, queue=_worker_queue(spec.name))
+                + _SCALED_OBJECT.format(
+                    name=spec.name, queue=_worker_queue(spec.name), backlog=_backlog_service()
+                )
             )
     return text
 

@@ -180,9 +180,7 @@ app.add_typer(queues.app, name="queues")
 app.add_typer(contracts.app, name="contracts")
 app.add_typer(repo.app, name="repo")
 
-db_app = typer.Typer(
-    help="Database schema: apply migrations, wait for them.", no_args_is_help=True
-)
+db_app = typer.Typer(help="Database schema: apply migrations, wait for them.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.command("config")(config)
 app.command("status")(status.status)
@@ -206,15 +204,12 @@ def db_upgrade(
     output.out.print(f"database {output.cell(redact_url(url))} upgraded to {revision}")
 
 
-
 @db_app.command("wait")
 def db_wait(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Give up after this many seconds (exit 1).")
     ] = 300.0,
-    interval: Annotated[
-        float, typer.Option("--interval", help="Seconds between two looks.")
-    ] = 2.0,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between two looks.")] = 2.0,
 ) -> None:
     """Wait until every migration head (kernel and domains) is applied, then exit 0.
 

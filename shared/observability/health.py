@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import hmac
 import json
+import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +25,7 @@ from .metrics import render
 log = structlog.get_logger("jobfleet.health")
 
 Check = Callable[[], None]
+BACKLOG_PATH = re.compile(r"/queues/([A-Za-z0-9_.-]+)/backlog")
 
 
 class HealthPortInUse(FleetError, OSError):
@@ -49,8 +51,12 @@ class HealthServer:
         checks: dict[str, Check],
         metrics_token: str | None = None,
         collector: Any = None,
+        backlog: Callable[[str], dict[str, Any] | None] | None = None,
     ) -> None:
         self.service = service
+        # `/queues/<queue>/backlog` (behind the metrics token): a queue's backlog for an
+        # autoscaler, None for a queue this process does not know.
+        self.backlog = backlog
         self.checks = checks
         self.metrics_token = metrics_token
         self.collector = collector
@@ -118,14 +124,32 @@ class HealthServer:
                         return
                     body = render(server.collector)
                     self._send(200, body, "text/plain; version=0.0.4; charset=utf-8")
+                elif server.backlog is not None and (match := BACKLOG_PATH.fullmatch(path)):
+                    if not self._authorized():
+                        self._json(401, {"error": "bearer token required"})
+                        return
+                    self._backlog(match.group(1))
                 else:
                     self._json(
                         404,
                         {
                             "error": "not found",
-                            "paths": ["/health/live", "/health/ready", "/metrics"],
+                            "paths": ["/health/live", "/health/ready", "/metrics"]
+                            + (["/queues/<queue>/backlog"] if server.backlog else []),
                         },
                     )
+
+            def _backlog(self, queue: str) -> None:
+                assert server.backlog is not None
+                try:
+                    body = server.backlog(queue)
+                except Exception as exc:  # Redis down: the autoscaler keeps its last value
+                    self._json(503, {"error": f"{type(exc).__name__}: {exc}"[:300]})
+                    return
+                if body is None:
+                    self._json(404, {"error": f"unknown queue {queue!r}"})
+                else:
+                    self._json(200, body)
 
             def _authorized(self) -> bool:
                 if not server.metrics_token:

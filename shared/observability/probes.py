@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import psycopg
 import redis
@@ -61,6 +62,24 @@ def queues_paused(
 
     paused = {k.decode() for k in client.hkeys(paused_key(settings.broker_namespace))}  # type: ignore[union-attr]
     return {(q,): float(q in paused) for q in queues}
+
+
+def queue_backlog(client: redis.Redis, namespace: str, queue: str) -> dict[str, Any]:
+    """What an autoscaler should scale `queue`'s workers on (KEDA's metrics-api trigger,
+    compose/k8s): its ready messages under this fleet's BROKER_NAMESPACE, and 0 while an operator
+    has paused it (its list keeps growing, but more workers would take nothing from it)."""
+    from ..pauses import paused_key
+
+    pipe = client.pipeline(transaction=False)
+    pipe.llen(f"{namespace}:{queue}")
+    pipe.hexists(paused_key(namespace), queue)
+    ready, paused = pipe.execute()
+    return {
+        "queue": queue,
+        "ready": int(ready),
+        "paused": bool(paused),
+        "backlog": 0 if paused else int(ready),
+    }
 
 
 def outbox_pending(settings: Settings) -> float:
