@@ -1,13 +1,18 @@
 # The one image of every fleet process (workers, scheduler, one-shot `fleet` commands);
 # compose/docker-compose.yml runs it with each process's command. Not built in CI here (no
 # docker on the build machine): `make compose-up` builds it.
-FROM python:3.11-slim
+# Pinned by digest (the Debian release in the tag: the package versions below are bookworm's);
+# tests/unit/test_image_pins.py fails on an unpinned image or package. To move on, take the digest
+# of the new tag (`docker buildx imagetools inspect python:3.11-slim-bookworm`) and the versions
+# of `apt-cache policy <package>` on that release, together.
+FROM python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
 # Tesseract (French and English) for the doc worker's scanned pages; DejaVu Sans, the font the
 # export worker embeds in PDF reports (EXPORT_PDF_FONT).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-fra tesseract-ocr-eng \
-    fonts-dejavu-core fonts-droid-fallback fonts-nanum \
+ && apt-get install -y --no-install-recommends tesseract-ocr=5.3.0-2 \
+    tesseract-ocr-fra=1:4.1.0-2 tesseract-ocr-eng=1:4.1.0-2 fonts-dejavu-core=2.37-6 \
+    fonts-droid-fallback=1:6.0.1r16-1.1 fonts-nanum=20200506-1 \
  && rm -rf /var/lib/apt/lists/*
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
