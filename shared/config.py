@@ -125,12 +125,15 @@ class Settings(BaseSettings):
     default_time_limit_ms: int = Field(
         default=600_000, description="Time limit of a job without its own"
     )
-    run_retention_days: int = Field(
-        default=30, description="Finished runs kept this long (dedup window)"
-    )
-    dedup_window_s: int | None = Field(
-        default=None,
-        description="How long a sent job id stays taken in Redis (default: run retention)",
+    run_retention_days: int = Field(default=30, description="Finished runs kept this long")
+    # Sized for producer retries, not for the retention: the keys of a day of sends stay a day
+    # (248 B each: ~24 GiB of Redis at 100 M jobs/day instead of ~710 GiB for 30 days). A job id
+    # sent again later is still run once: its run row answers at the worker (docs/scaling.md).
+    dedup_window_s: int = Field(
+        default=86_400,
+        ge=1,
+        description="How long a sent job id stays taken in Redis (a repeat send within it "
+        "enqueues nothing); size it for producers' retries: memory grows with it",
     )
     result_max_bytes: int = Field(default=8_192, description="Largest job result stored on the run")
     tracking_batch_max: int = Field(
@@ -253,7 +256,7 @@ class Settings(BaseSettings):
 
     @property
     def dedup_window_ms(self) -> int:
-        return (self.dedup_window_s or self.run_retention_days * 86_400) * 1000
+        return self.dedup_window_s * 1000
 
     @property
     def database_dsn(self) -> str:

@@ -3,6 +3,7 @@ sent again is enqueued once more, and the worker acknowledges it without running
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -46,3 +47,22 @@ def test_a_job_id_sent_again_after_the_window_runs_once(
     run = runs.find(first.job_id, org_id=org)
     assert run is not None
     assert (run.status, run.attempt, run.finished_at) == ("COMPLETED", 1, done.finished_at)
+
+
+def test_by_default_a_job_id_stays_taken_a_day_not_the_run_retention(
+    runtime: Runtime, settings
+) -> None:
+    """Sized for producer retries (issue 35): at 100 M jobs/day the keys of 30 days took ~710 GiB."""
+    import redis
+
+    assert "DEDUP_WINDOW_S" not in os.environ
+    assert settings.run_retention_days == 30
+    payload = {"org_id": str(uuid.uuid4()), "entity_id": str(uuid.uuid4()), "message": "a day"}
+    sent = ECHO.send(payload)
+    client = redis.Redis.from_url(settings.redis_url)
+    try:
+        ttl_ms = client.pttl(dedup_key(settings.broker_namespace, sent.job_id))
+    finally:
+        client.close()
+    assert 86_400_000 - 60_000 < ttl_ms <= 86_400_000
+    assert ECHO.send(payload).duplicate  # within the window: enqueues nothing

@@ -19,7 +19,7 @@ export interface SendOptions {
   requestId?: string | null;
   /** The fleet's BROKER_NAMESPACE (default `dramatiq`). */
   namespace?: string;
-  /** The fleet's dedup window in ms (DEDUP_WINDOW_S, else RUN_RETENTION_DAYS: 30 days). */
+  /** The fleet's dedup window in ms (its DEDUP_WINDOW_S; default 1 day). */
   dedupWindowMs?: number;
 }
 
@@ -30,7 +30,7 @@ export interface SendResult {
   duplicate: boolean;
 }
 
-export const DEFAULT_DEDUP_WINDOW_MS = 30 * 24 * 3600 * 1000;
+export const DEFAULT_DEDUP_WINDOW_MS = 24 * 3600 * 1000;
 
 /** The message of a send (§2): Dramatiq's layout, the payload as its one positional argument. */
 export function message(
