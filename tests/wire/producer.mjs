@@ -4,7 +4,7 @@
 // script.
 //
 //   node tests/wire/producer.mjs --redis 127.0.0.1:6379 --namespace dramatiq \
-//        --window-ms 2592000000 --schemas tests/contracts/schemas --job export:build \
+//        --window-ms 86400000 --schemas tests/contracts/schemas --job export:build \
 //        --payload '{"org_id":"...","entity_id":"...","requested_by":"...","type":"JOB_RUNS"}'
 //
 // A job of the catalog takes its queue, entity type and id rule from the exported contracts
