@@ -28,6 +28,7 @@ from shared.observability import probes
 from shared.observability.health import HealthServer
 from shared.observability.logging import configure_logging
 from shared.observability.metrics import UP
+from shared.queue_servers import QueueServers, server_of
 from shared.runtime import Runtime, set_runtime
 
 from .schedule import SCHEDULE, Periodic
@@ -179,13 +180,15 @@ def health_server(settings: Settings, scheduler: BackgroundScheduler) -> HealthS
             raise RuntimeError("scheduler not running")
 
     client = redis_conn.client(settings)  # REDIS_URL, or the master REDIS_SENTINELS name
+    servers = QueueServers(settings, reuse={server_of(settings, None): client})
 
     def backlog(queue: str) -> dict[str, Any] | None:
         # KEDA's metrics-api trigger of each worker reads this (compose/k8s): the scheduler
-        # runs two replicas behind a Service, and knows every queue of the catalog.
+        # runs two replicas behind a Service, and knows every queue of the catalog and the
+        # Redis that carries it (REDIS_QUEUE_URLS).
         if queue not in catalog.QUEUES:
             return None
-        return probes.queue_backlog(client, settings.broker_namespace, queue)
+        return probes.queue_backlog(servers.client(queue), settings.broker_namespace, queue)
 
     return HealthServer(
         host=settings.health_host,

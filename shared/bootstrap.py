@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dramatiq
@@ -24,6 +24,7 @@ from .observability.health import HealthServer
 from .observability.logging import configure_logging
 from .observability.metrics import ScrapeCollector
 from .pauses import PauseWatch
+from .queue_servers import QueueServers
 from .runtime import Runtime, set_runtime
 
 
@@ -33,15 +34,19 @@ def health_server(
     client: Any,
     queues: list[str],
     checks: dict[str, Callable[[], None]] | None = None,
+    servers: QueueServers | None = None,
 ) -> HealthServer | None:
+    """`client`: the process's Redis (readiness); `servers`: where each queue's depth is read
+    (default: a client of each server REDIS_URL and REDIS_QUEUE_URLS name)."""
     if not settings.health_port:
         return None
+    on = servers or QueueServers(settings)
 
     def sample() -> dict[str, dict[Any, float]]:
         return {
-            "depth": probes.queue_depths(client, settings, queues),
+            "depth": probes.queue_depths(on, settings, queues),
             "outbox": {"pending": probes.outbox_pending(settings)},
-            "paused": probes.queues_paused(client, settings, queues),
+            "paused": probes.queues_paused(on, settings, queues),
         }
 
     return HealthServer(
@@ -58,16 +63,22 @@ def health_server(
     )
 
 
-def boot_worker(domain: str, *, settings: Settings | None = None) -> FleetRedisBroker:
+def boot_worker(
+    domain: str, *, settings: Settings | None = None, queues: Sequence[str] | None = None
+) -> FleetRedisBroker:
     """Build the broker of a worker process, install it globally and return it.
 
     Called by a domain's `app` module, the one Dramatiq's CLI imports to find the broker and
     the actors (`dramatiq <domain package>.app`); nothing connects until the worker boots.
+    `queues`: what it consumes (default: the queues of the domain's registered jobs), which
+    must share one Redis server (REDIS_QUEUE_URLS): its broker talks to that one.
     """
     settings = settings or get_settings()
     service = f"worker-{domain}"
     configure_logging(level=settings.log_level, fmt=settings.log_format, process=service)
-    broker = worker_broker(settings, service)
+    broker = worker_broker(
+        settings, service, queues=domain_queues(domain) if queues is None else queues
+    )
     dramatiq.set_broker(broker)
     set_runtime(Runtime(settings, broker=broker, kind="worker"))
     return broker
@@ -90,14 +101,31 @@ def _stop(broker: FleetRedisBroker, writer: RunWriter, tracking: Tracking) -> No
     writer.close()
 
 
-def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
-    """A broker with the fleet's worker middleware (tracking, retries, heartbeat, metrics)."""
+def domain_queues(domain: str) -> list[str]:
+    """The queues of the jobs `domain` registers (none for a domain that is not registered)."""
+    from .domains import load_target, registered
+
+    return list(
+        dict.fromkeys(
+            spec.queue
+            for d in registered()
+            if d.name == domain and d.jobs
+            for spec in load_target(d.jobs)
+        )
+    )
+
+
+def worker_broker(
+    settings: Settings, service: str, *, queues: Sequence[str] = ()
+) -> FleetRedisBroker:
+    """A broker with the fleet's worker middleware (tracking, retries, heartbeat, metrics), on
+    the Redis server of `queues` (REDIS_QUEUE_URLS; default REDIS_URL)."""
     writer = run_writer(
         settings,
         finish_linger_ms=settings.tracking_finish_linger_ms,
         start_linger_ms=settings.tracking_start_linger_ms,
     )
-    broker = build_broker(settings)
+    broker = build_broker(settings, queues=queues)
     broker.store_watch = RunStoreWatch(
         probes.postgres_check(settings.database_dsn), lambda: writer.failed_at
     )
@@ -110,6 +138,7 @@ def worker_broker(settings: Settings, service: str) -> FleetRedisBroker:
             broker.client,
             sorted(catalog.QUEUES),
             {"consumers": consumers_check(broker)},
+            QueueServers(settings, reuse={broker.server: broker.client} if broker.server else None),
         ),
         on_stop=lambda: _stop(broker, writer, tracking),
         on_boot=lambda: _ready(broker),

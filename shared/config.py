@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
-from pydantic import BaseModel, BeforeValidator, Field, SecretStr
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -105,6 +105,17 @@ class Settings(BaseSettings):
         default=None, description="Password of the Sentinels themselves (`requirepass`)"
     )
     redis_sentinel_tls: bool = Field(default=False, description="Talk TLS to the Sentinels")
+    redis_queue_urls: dict[str, str] = Field(
+        default_factory=dict,
+        description="Queues on Redis primaries of their own (JSON {queue: redis URL}); a queue "
+        "not listed is on REDIS_URL. Every process of the fleet needs the same value "
+        "(docs/scaling.md)",
+    )
+    redis_queue_sentinel_masters: dict[str, str] = Field(
+        default_factory=dict,
+        description="With REDIS_SENTINELS: the master serving each queue of REDIS_QUEUE_URLS "
+        "(JSON {queue: master name}); the queue's URL gives its password, db and TLS",
+    )
     broker_namespace: str = Field(default="dramatiq", description="Redis key prefix of the broker")
     heartbeat_timeout_ms: int = Field(
         default=5_000, description="A worker silent this long is dead; its messages are requeued"
@@ -253,6 +264,21 @@ class Settings(BaseSettings):
 
     def retry_policy(self, queue: str) -> RetryPolicy:
         return self.retries.get(queue) or _registered_retries().get(queue) or FALLBACK_RETRY
+
+    @model_validator(mode="after")
+    def _queue_servers_agree_with_sentinels(self) -> Settings:
+        masters = set(self.redis_queue_sentinel_masters)
+        if masters and not self.redis_sentinels:
+            raise ValueError("REDIS_QUEUE_SENTINEL_MASTERS needs REDIS_SENTINELS")
+        if self.redis_sentinels and set(self.redis_queue_urls) - masters:
+            missing = ", ".join(sorted(set(self.redis_queue_urls) - masters))
+            # Without its master, the URL's host would be ignored: the queue would silently
+            # land on REDIS_SENTINEL_MASTER's server.
+            raise ValueError(
+                f"with REDIS_SENTINELS, each queue of REDIS_QUEUE_URLS needs its master in "
+                f"REDIS_QUEUE_SENTINEL_MASTERS (missing: {missing})"
+            )
+        return self
 
     @property
     def dedup_window_ms(self) -> int:

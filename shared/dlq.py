@@ -92,7 +92,7 @@ def replay(
             (message.message_id, by, job_id),
         )
         try:
-            runtime.broker.enqueue(message)
+            runtime.broker_for(message.queue_name).enqueue(message)
         except redis.RedisError as exc:
             raise BrokerUnavailable(f"cannot enqueue the replay of {job_id}: {exc}") from exc
     return Replay(job_id, message.message_id, dry_run=False)

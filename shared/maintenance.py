@@ -193,12 +193,19 @@ def recover_lost(
 
 
 def _keys_exist(runtime: Runtime, rows: list[dict[str, Any]]) -> list[bool]:
-    client = runtime.broker.client  # type: ignore[attr-defined]
+    """Whether each run's job-id key is still on the Redis that carries its queue."""
     namespace = runtime.settings.broker_namespace
-    pipe = client.pipeline(transaction=False)
-    for row in rows:
-        pipe.exists(dedup_key(namespace, row["job_id"]))
-    return [bool(n) for n in pipe.execute()]
+    found: dict[int, bool] = {}
+    by_queue: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_queue.setdefault(row["queue"], []).append(i)
+    for client, queues in runtime.queue_servers.by_server(by_queue):
+        pipe = client.pipeline(transaction=False)
+        indexes = [i for q in queues for i in by_queue[q]]
+        for i in indexes:
+            pipe.exists(dedup_key(namespace, rows[i]["job_id"]))
+        found.update(zip(indexes, (bool(n) for n in pipe.execute()), strict=True))
+    return [found[i] for i in range(len(rows))]
 
 
 def sentinel_key(namespace: str) -> str:
@@ -221,8 +228,9 @@ def recover(runtime: Runtime, *, now: datetime, grace_s: int = 0) -> Recovery:
     the next full maintenance. RUNNING runs whose lease ran out are checked on every pass (a
     few rows: the runs in flight); they come back once their worker's lease ran out.
     """
-    client = runtime.broker.client  # type: ignore[attr-defined]
-    lost = bool(client.set(sentinel_key(runtime.settings.broker_namespace), "1", nx=True))
+    # One sentinel on each Redis server (REDIS_QUEUE_URLS): any of them may lose its data.
+    key = sentinel_key(runtime.settings.broker_namespace)
+    lost = any([bool(client.set(key, "1", nx=True)) for client in runtime.queue_servers.all()])
     # Every row from before the loss lost its message: no age floor (a send made since claims
     # its key first, so its row is never taken for a lost one).
     recovered = recover_lost(runtime, now=now, older_than_s=0) if lost else []

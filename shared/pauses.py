@@ -2,9 +2,9 @@
 
 An operator pauses a queue during an incident (for example an SMTP provider banning us, an RPC provider down,
 a bad deploy of one domain) without stopping its workers, then resumes it. The state lives in
-Redis (`<namespace>:jobfleet:paused-queues`, a hash queue -> JSON {by, reason, at}), so it holds
-across worker restarts and for every process; each pause and resume is audited in Postgres
-(`pause_audit`: who, when, why).
+Redis (`<namespace>:jobfleet:paused-queues`, a hash queue -> JSON {by, reason, at}, on the Redis
+that carries the queue: REDIS_QUEUE_URLS), so it holds across worker restarts and for every
+process; each pause and resume is audited in Postgres (`pause_audit`: who, when, why).
 
 While a queue is paused:
 - sends are accepted as usual (QUEUED runs, visible);
@@ -32,6 +32,7 @@ import structlog
 from .errors import FleetError, TrackingUnavailable
 
 if TYPE_CHECKING:
+    from .queue_servers import QueueServers
     from .runtime import Runtime
 
 log = structlog.get_logger("jobfleet.pauses")
@@ -68,6 +69,17 @@ def _parse(queue: str, raw: bytes | str) -> QueuePause:
 def paused_queues(client: redis.Redis, namespace: str) -> dict[str, QueuePause]:
     raw: dict[bytes, bytes] = client.hgetall(paused_key(namespace))  # type: ignore[assignment]
     return {k.decode(): _parse(k.decode(), v) for k, v in sorted(raw.items())}
+
+
+def paused_everywhere(servers: QueueServers, namespace: str) -> dict[str, QueuePause]:
+    """The paused queues of every Redis server of the fleet (REDIS_QUEUE_URLS): each queue's
+    pause is kept on the server that carries it (its workers read it there)."""
+    found: dict[str, QueuePause] = {}
+    for client in servers.all():
+        for queue, pause in paused_queues(client, namespace).items():
+            if servers.client(queue) is client:
+                found[queue] = pause
+    return dict(sorted(found.items()))
 
 
 def pause_queue(
@@ -158,8 +170,14 @@ class UnknownQueue(FleetError):
 
 
 def redis_client(runtime: Runtime) -> redis.Redis:
+    """The home Redis (REDIS_URL): the scheduler's records, locks, anything of no one queue."""
     client: redis.Redis = runtime.broker.client  # type: ignore[attr-defined]  # the Redis broker's
     return client
+
+
+def queue_client(runtime: Runtime, queue: str) -> redis.Redis:
+    """The Redis that carries `queue` (REDIS_QUEUE_URLS), where its pause is kept."""
+    return runtime.queue_servers.client(queue)
 
 
 def _known(queue: str, known: Sequence[str] | None) -> None:
@@ -193,7 +211,7 @@ def pause(
     _known(queue, known)
     settings = runtime.settings
     pause_info, changed = pause_queue(
-        redis_client(runtime), settings.broker_namespace, queue, by=by, reason=reason
+        queue_client(runtime, queue), settings.broker_namespace, queue, by=by, reason=reason
     )
     if changed:
         # The action is audited; the workers warn as they stop (`queue.paused_here`).
@@ -207,7 +225,7 @@ def resume(
 ) -> QueuePause | None:
     """Resume `queue`; audited when it was paused. Returns the pause it ended."""
     _known(queue, known)
-    ended = resume_queue(redis_client(runtime), runtime.settings.broker_namespace, queue)
+    ended = resume_queue(queue_client(runtime, queue), runtime.settings.broker_namespace, queue)
     if ended is not None:
         log.info("queue.resumed", queue=queue, by=by, reason=reason, paused_by=ended.by)
         audit(runtime, kind="queue", target=queue, action="resume", by=by, reason=reason)

@@ -8,7 +8,8 @@ only its host and port are replaced. The Sentinels' own credentials and TLS are 
 settings (a Sentinel's `requirepass` is not the master's).
 
 Producers, workers, the scheduler and the CLI get their client here through `build_broker`
-(`shared/broker/`); the others (`fleet status` ...) call `client` directly.
+(`shared/broker/`); the others (`fleet status` ...) call `client` directly. A queue on a Redis
+of its own (`REDIS_QUEUE_URLS`) gets its client through `shared/queue_servers.py`.
 """
 
 from __future__ import annotations
@@ -54,11 +55,16 @@ def master_options(url: str) -> dict[str, Any]:
     return options
 
 
-def client(settings: Settings, **overrides: Any) -> redis.Redis:
-    """A Redis client for this process's settings; `overrides` change `OPTIONS` (timeouts)."""
+def client(
+    settings: Settings, *, url: str | None = None, master: str | None = None, **overrides: Any
+) -> redis.Redis:
+    """A Redis client for this process's settings; `overrides` change `OPTIONS` (timeouts).
+    `url` / `master`: another server than REDIS_URL / REDIS_SENTINEL_MASTER (a queue's own,
+    `shared/queue_servers.py`)."""
     options = {**OPTIONS, **overrides}
+    url = url or settings.redis_url
     if not settings.redis_sentinels:
-        return redis.Redis.from_url(settings.redis_url, **options)
+        return redis.Redis.from_url(url, **options)
     from redis.sentinel import Sentinel
 
     own: dict[str, Any] = {
@@ -74,9 +80,9 @@ def client(settings: Settings, **overrides: Any) -> redis.Redis:
     sentinel = Sentinel(  # type: ignore[no-untyped-call]
         sentinel_addresses(settings.redis_sentinels), sentinel_kwargs=own
     )
-    master: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
-        settings.redis_sentinel_master,
+    found: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+        master or settings.redis_sentinel_master,
         redis_class=redis.Redis,
-        **{**master_options(settings.redis_url), **options},
+        **{**master_options(url), **options},
     )
-    return master
+    return found

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from .jobs.run_writer import RunWriter
     from .jobs.send import Sender
+    from .queue_servers import QueueServers
 
 
 #: Default size of a process's Postgres pool by its kind (DB_POOL_SIZE overrides it): a worker's
@@ -54,6 +55,38 @@ class Runtime:
         from .broker import build_broker
 
         return build_broker(self.settings, middleware=[])
+
+    @cached_property
+    def queue_servers(self) -> QueueServers:
+        """The Redis server of each queue (REDIS_QUEUE_URLS); the broker's client for its own."""
+        from .queue_servers import QueueServers
+
+        server = getattr(self.broker, "server", None)  # a worker's broker: its queues' server
+        client = getattr(self.broker, "client", None)
+        return QueueServers(self.settings, reuse={server: client} if server and client else None)
+
+    def broker_for(self, queue: str) -> dramatiq.Broker:
+        """A broker that enqueues on the Redis carrying `queue` (a replay's plain enqueue,
+        which claims no job id): the process's own when `queue` is on its server."""
+        from .queue_servers import server_of
+
+        server = server_of(self.settings, queue)
+        if server == getattr(self.broker, "server", None):
+            return self.broker
+        with _lock:
+            brokers = self.__dict__.setdefault("_queue_brokers", {})
+            if server not in brokers:
+                from .broker import FleetRedisBroker
+
+                brokers[server] = FleetRedisBroker(
+                    client=self.queue_servers.client(queue),
+                    namespace=self.settings.broker_namespace,
+                    heartbeat_timeout=self.settings.heartbeat_timeout_ms,
+                    middleware=[],
+                )
+                brokers[server].server = server
+            found: dramatiq.Broker = brokers[server]
+            return found
 
     @cached_property
     def pool(self) -> ConnectionPool:
@@ -102,7 +135,9 @@ class Runtime:
         from .broker import EnqueueGate
         from .jobs.send import Sender
 
-        gate = EnqueueGate(self.broker, window_ms=self.settings.dedup_window_ms)
+        gate = EnqueueGate(
+            self.broker, window_ms=self.settings.dedup_window_ms, servers=self.queue_servers
+        )
         return Sender(gate, self.writer, self.pool)
 
     def settle(self, timeout: float = 5) -> bool:
@@ -120,6 +155,8 @@ class Runtime:
             self.pool.close()
         if "engine" in self.__dict__:
             self.engine.dispose()
+        if "queue_servers" in self.__dict__:
+            self.queue_servers.close()
 
 
 _lock = threading.Lock()

@@ -109,7 +109,7 @@ def job_router(
 
         @router.get("/queues", response_model=list[QueueState], summary="Queues, paused or not")
         def list_queues(rt: Rt, _: Operator) -> list[QueueState]:
-            paused = pauses.paused_queues(pauses.redis_client(rt), rt.settings.broker_namespace)
+            paused = pauses.paused_everywhere(rt.queue_servers, rt.settings.broker_namespace)
             return [
                 _queue_state(q, paused.get(q)) for q in sorted(set(catalog.QUEUES) | set(paused))
             ]

@@ -14,14 +14,17 @@ private key layout: the `<queue>.msgs` hash and the `<queue>` list, the `.DQ` de
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import dramatiq
 import redis
-from dramatiq.common import current_millis, dq_name
+from dramatiq.common import current_millis, dq_name, q_name
 
 from . import codec
+
+if TYPE_CHECKING:
+    from ..queue_servers import QueueServers
 
 SCRIPT = resources.files(__package__).joinpath("lua/enqueue_once.lua").read_text()
 
@@ -31,11 +34,26 @@ def dedup_key(namespace: str, job_id: str) -> str:
 
 
 class EnqueueGate:
-    def __init__(self, broker: Any, *, window_ms: int) -> None:
+    """`servers`: which Redis carries each queue (`shared/queue_servers.py`); without it, every
+    queue is on the broker's. The job id's key is claimed on its queue's server, by the script
+    that enqueues there."""
+
+    def __init__(self, broker: Any, *, window_ms: int, servers: QueueServers | None = None) -> None:
         self.broker = broker
         self.namespace: str = broker.namespace
         self.window_ms = window_ms
+        self.servers = servers
         self._script = broker.client.register_script(SCRIPT)
+
+    def client(self, queue: str) -> redis.Redis:
+        """The client of the server that carries `queue` (its delay queue `<queue>.DQ` too)."""
+        if self.servers is None:
+            client: redis.Redis = self.broker.client
+            return client
+        return self.servers.client(q_name(queue))
+
+    def _clients(self) -> list[redis.Redis]:
+        return [self.broker.client] if self.servers is None else self.servers.all()
 
     def enqueue_once(
         self, message: dramatiq.Message[Any], job_id: str, *, delay_ms: int | None = None
@@ -61,12 +79,13 @@ class EnqueueGate:
             options["redis_message_id"],
             codec.encode(message),
         )
+        client = self.client(queue_name)
         try:
             # EVALSHA itself: redis-py's `Script.__call__` imports and checks for a pipeline
             # (a typing-Protocol isinstance) on every call, ~4 % of a send's CPU.
-            holder = self.broker.client.evalsha(self._script.sha, 4, *keys_and_args)
+            holder = client.evalsha(self._script.sha, 4, *keys_and_args)
         except redis.exceptions.NoScriptError:  # a Redis restarted (or failed over) since
-            holder = self._script(keys=keys_and_args[:4], args=keys_and_args[4:])
+            holder = self._script(keys=keys_and_args[:4], args=keys_and_args[4:], client=client)
         if holder is not None:
             holder = holder.decode() if isinstance(holder, bytes) else str(holder)
             if holder != message.message_id:
@@ -77,12 +96,15 @@ class EnqueueGate:
         return None
 
     def forget(self, job_ids: list[str]) -> None:
-        """Release job ids (their runs were purged), so they can be sent again."""
-        for i in range(0, len(job_ids), 1_000):
-            self.broker.client.delete(
-                *(dedup_key(self.namespace, j) for j in job_ids[i : i + 1_000])
-            )
+        """Release job ids (their runs were purged), so they can be sent again (on every
+        server: a job id's queue is not at hand, and deleting a missing key is free)."""
+        for client in self._clients():
+            for i in range(0, len(job_ids), 1_000):
+                client.delete(*(dedup_key(self.namespace, j) for j in job_ids[i : i + 1_000]))
 
-    def holds(self, job_id: str) -> bool:
+    def holds(self, job_id: str, queue: str | None = None) -> bool:
         """A send took `job_id` within the dedup window (its message is enqueued)."""
-        return bool(self.broker.client.exists(dedup_key(self.namespace, job_id)))
+        key = dedup_key(self.namespace, job_id)
+        if queue is not None:
+            return bool(self.client(queue).exists(key))
+        return any(client.exists(key) for client in self._clients())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dramatiq
@@ -55,6 +55,17 @@ class FleetRedisBroker(RedisBroker):
         #: `beat`: the dead workers seen at the last full maintenance, and when it ran.
         self._dead_seen: frozenset[bytes] = frozenset()
         self._maintained_at = -MAINTAIN_EVERY_S
+        #: Set by `build_broker` for a worker: raises when a queue is on another Redis server.
+        self.server_check: Callable[[str], object] | None = None
+        #: The Redis server of `client` (REDIS_URL's, or its queues', shared/queue_servers.py).
+        self.server: tuple[str, str | None] | None = None
+
+    def declare_queue(self, queue_name: str) -> None:
+        """An actor of a queue that another Redis server carries (REDIS_QUEUE_URLS) would
+        never see a message: refused at boot, with where each queue is."""
+        if self.server_check is not None and queue_name not in self.queues:
+            self.server_check(queue_name)
+        super().declare_queue(queue_name)
 
     @property
     def consumer_class(self) -> type[FleetRedisConsumer]:
@@ -152,16 +163,26 @@ class FleetRedisBroker(RedisBroker):
 
 
 def build_broker(
-    settings: Settings, *, middleware: Sequence[dramatiq.Middleware] = ()
+    settings: Settings,
+    *,
+    middleware: Sequence[dramatiq.Middleware] = (),
+    queues: Sequence[str] = (),
 ) -> FleetRedisBroker:
+    """A broker on the Redis server of `queues` (a worker's: `QueuesOnSeveralServers` unless
+    they share one, shared/queue_servers.py); without `queues`, on REDIS_URL's."""
+    from ..queue_servers import common_server
     from ..redis_conn import client  # REDIS_URL, or the master REDIS_SENTINELS name
 
+    server = url, master = common_server(settings, queues)
     broker = FleetRedisBroker(
-        client=client(settings),
+        client=client(settings, url=url, master=master),
         namespace=settings.broker_namespace,
         heartbeat_timeout=settings.heartbeat_timeout_ms,
         middleware=list(middleware),
     )
     # At most one durable-lane statement of finished messages waits for its outcome (acker.py).
     broker.acker.backlog_max = settings.tracking_batch_max
+    broker.server = server
+    if queues:
+        broker.server_check = lambda queue: common_server(settings, [*queues, queue])
     return broker

@@ -80,7 +80,7 @@ def status(as_json: JsonOption = False) -> None:
     from shared.runtime import get_runtime
 
     rt = get_runtime()
-    paused = pauses.paused_queues(pauses.redis_client(rt), rt.settings.broker_namespace)
+    paused = pauses.paused_everywhere(rt.queue_servers, rt.settings.broker_namespace)
     rows = [
         {
             "queue": q,

@@ -1,8 +1,11 @@
 """`fleet status`: the one screen an operator reads first.
 
 What it shows and where each figure comes from:
-- queues: ready and delayed messages (Redis lists of the broker), dead runs (`job_runs`);
-- workers: consumers with a fresh heartbeat (`<namespace>:__heartbeats__`), and each process of
+- queues: ready and delayed messages (Redis lists of the broker, each on the Redis that carries
+  its queue: REDIS_QUEUE_URLS, named in a `redis` column once there are several), dead runs
+  (`job_runs`);
+- workers: consumers with a fresh heartbeat (`<namespace>:__heartbeats__`, on every server),
+  and each process of
   the launcher's state file (`var/run/fleet.json`, written by `make run`) with its
   `/health/ready` answer;
 - outbox backlog: PENDING events and the age of the oldest;
@@ -44,40 +47,51 @@ def guard(section: Callable[[], Section]) -> Section:
 # -- sources ---------------------------------------------------------------------------------
 
 
+def _servers(settings: Settings) -> Any:
+    from shared.queue_servers import QueueServers
+
+    return QueueServers(settings, socket_timeout=2, socket_connect_timeout=2)
+
+
 def queues(settings: Settings) -> Section:
-    from shared import redis_conn
+    """Each queue read on the Redis that carries it (REDIS_QUEUE_URLS), which it names."""
     from shared.jobs import catalog
     from shared.observability.probes import queue_depths
-    from shared.pauses import paused_queues
+    from shared.pauses import paused_everywhere
+    from shared.queue_servers import label, server_of
 
-    client = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)
+    servers = _servers(settings)
     try:
-        depth = queue_depths(client, settings, catalog.QUEUES)
-        paused = paused_queues(client, settings.broker_namespace)
+        depth = queue_depths(servers, settings, catalog.QUEUES)
+        paused = paused_everywhere(servers, settings.broker_namespace)
     finally:
-        client.close()
+        servers.close()
     return {
         q: {
             **{state: int(depth[(q, state)]) for state in ("ready", "delayed", "dead")},
             "paused": paused[q].as_dict() if q in paused else None,
+            "server": label(server_of(settings, q)),
         }
         for q in catalog.QUEUES
     }
 
 
 def heartbeats(settings: Settings, *, now_ms: float | None = None) -> Section:
-    """Consumers whose heartbeat is younger than `heartbeat_timeout_ms` (Dramatiq's own rule)."""
-    from shared import redis_conn
+    """Consumers whose heartbeat is younger than `heartbeat_timeout_ms` (Dramatiq's own rule),
+    on every Redis server of the queues (a worker beats on its queues' server)."""
     from shared.broker import dead_consumers_key
 
-    client = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)
+    servers = _servers(settings)
+    beats: list[Any] = []
+    dead_raw: dict[Any, Any] = {}
     try:
-        beats: list[Any] = list(
-            client.zrange(f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True)
-        )
-        dead_raw = client.hgetall(dead_consumers_key(settings.broker_namespace))
+        for client in servers.all():
+            beats += client.zrange(
+                f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True
+            )
+            dead_raw.update(client.hgetall(dead_consumers_key(settings.broker_namespace)))
     finally:
-        client.close()
+        servers.close()
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     ages = [now_ms - float(score) for _, score in beats]
     alive = [age for age in ages if age < settings.heartbeat_timeout_ms]
@@ -221,7 +235,9 @@ def render(report: dict[str, Section]) -> None:
 
     q = report["queues"]
     table = Table(title="queues", header_style="bold")
-    for name in ("queue", "ready", "delayed", "dead", "state"):
+    # The server column once the queues are on several Redis servers (REDIS_QUEUE_URLS).
+    sharded = "error" not in q and len({d.get("server") for d in q.values()}) > 1
+    for name in ("queue", "ready", "delayed", "dead", "state", *(["redis"] if sharded else [])):
         table.add_column(name, justify="right" if name in ("ready", "delayed", "dead") else "left")
     if "error" in q:
         out.print(f"[red]queues: {cell(q['error'])}[/red]")
@@ -234,7 +250,8 @@ def render(report: dict[str, Section]) -> None:
                 if pause
                 else "running"
             )
-            table.add_row(queue, str(d["ready"]), str(d["delayed"]), dead, state)
+            server = [cell(d["server"])] if sharded else []
+            table.add_row(queue, str(d["ready"]), str(d["delayed"]), dead, state, *server)
         out.print(table)
 
     w = report["workers"]

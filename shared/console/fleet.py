@@ -19,7 +19,8 @@ from psycopg.rows import dict_row
 
 from .. import periodic
 from ..jobs import catalog
-from ..pauses import paused_queues, redis_client
+from ..pauses import paused_everywhere, redis_client
+from ..queue_servers import label, server_of
 from ..runtime import Runtime
 
 Section = dict[str, Any]
@@ -38,16 +39,20 @@ def _org_scope(orgs: Sequence[UUID], column: str = "org_id") -> tuple[str, list[
 
 
 def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
-    """Per queue: ready and delayed (Redis), running and dead (job_runs), finished in the last
-    minute, paused or not (who, why, since when)."""
-    client = redis_client(runtime)
+    """Per queue: ready and delayed (Redis, on the server that carries the queue:
+    REDIS_QUEUE_URLS), running and dead (job_runs), finished in the last minute, paused or not
+    (who, why, since when), and which Redis server carries it."""
     ns = runtime.settings.broker_namespace
-    pipe = client.pipeline(transaction=False)
-    for q in catalog.QUEUES:
-        pipe.llen(f"{ns}:{q}")
-        pipe.llen(f"{ns}:{q}.DQ")
-    depths = pipe.execute()
-    paused = paused_queues(client, ns)
+    servers = runtime.queue_servers
+    depths: dict[str, tuple[int, int]] = {}
+    for client, on_server in servers.by_server(catalog.QUEUES):
+        pipe = client.pipeline(transaction=False)
+        for q in on_server:
+            pipe.llen(f"{ns}:{q}")
+            pipe.llen(f"{ns}:{q}.DQ")
+        values = pipe.execute()
+        depths.update({q: (values[2 * i], values[2 * i + 1]) for i, q in enumerate(on_server)})
+    paused = paused_everywhere(servers, ns)
     scope, params = _org_scope(orgs)
     with runtime.pool.connection() as conn:
         counts = conn.execute(
@@ -64,18 +69,19 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     per_minute: dict[str, int] = {q: n for q, n in rate}
     names = list(catalog.QUEUES) + sorted({q for q, _ in by} - set(catalog.QUEUES))
     rows = []
-    for i, q in enumerate(names):
-        known = i < len(catalog.QUEUES)
+    for q in names:
+        known = q in depths
         rows.append(
             {
                 "queue": q,
-                "ready": depths[2 * i] if known else None,
-                "delayed": depths[2 * i + 1] if known else None,
+                "ready": depths[q][0] if known else None,
+                "delayed": depths[q][1] if known else None,
                 "running": by.get((q, "RUNNING"), 0),
                 "dead": by.get((q, "DEAD"), 0),
                 "per_minute": per_minute.get(q, 0),
                 "paused": paused[q].as_dict() if q in paused else None,
                 "known": known,
+                "server": label(server_of(runtime.settings, q)) if known else None,
             }
         )
     return rows
@@ -129,11 +135,12 @@ def workers(runtime: Runtime, state_file: Path, *, now_ms: float | None = None) 
     from ..broker import dead_consumers_key
 
     settings = runtime.settings
-    client = redis_client(runtime)
-    beats: list[tuple[bytes, float]] = list(
-        client.zrange(f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True)  # type: ignore[arg-type]
-    )
-    dead_raw: dict[bytes, bytes] = client.hgetall(dead_consumers_key(settings.broker_namespace))  # type: ignore[assignment]
+    beats: list[tuple[bytes, float]] = []
+    dead_raw: dict[bytes, bytes] = {}
+    for client in runtime.queue_servers.all():  # a worker beats on its queues' server
+        key = f"{settings.broker_namespace}:__heartbeats__"
+        beats += client.zrange(key, 0, -1, withscores=True)  # type: ignore[arg-type]
+        dead_raw.update(client.hgetall(dead_consumers_key(settings.broker_namespace)))  # type: ignore[arg-type]
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     consumers: list[dict[str, Any]] = [
         {

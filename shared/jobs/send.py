@@ -116,12 +116,12 @@ class Sender:
         if found is None:
             raise requires.missing(spec.name, model)
 
-    def check_broker(self, what: str) -> None:
-        """`BrokerUnavailable` unless Redis answers a PING (a staging `at_commit` asks before
-        anything is written: a caller that chose to publish at its commit hears of an outage
-        in its request, not later)."""
+    def check_broker(self, what: str, queue: str | None = None) -> None:
+        """`BrokerUnavailable` unless Redis (the server of `queue`) answers a PING (a staging
+        `at_commit` asks before anything is written: a caller that chose to publish at its
+        commit hears of an outage in its request, not later)."""
         try:
-            self.gate.broker.client.ping()
+            (self.gate.broker.client if queue is None else self.gate.client(queue)).ping()
         except redis.RedisError as exc:
             raise BrokerUnavailable(f"cannot publish {what}: {exc}") from exc
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import redis
 
 from ..config import Settings
+
+if TYPE_CHECKING:
+    from ..queue_servers import QueueServers
 
 
 def redis_check(client: redis.Redis) -> Callable[[], None]:
@@ -31,19 +34,21 @@ def postgres_check(dsn: str) -> Callable[[], None]:
 
 
 def queue_depths(
-    client: redis.Redis, settings: Settings, queues: Iterable[str]
+    servers: QueueServers, settings: Settings, queues: Iterable[str]
 ) -> dict[tuple[str, str], float]:
+    """Ready and delayed messages of each queue, read on the Redis that carries it; dead runs."""
     ns = settings.broker_namespace
     depth: dict[tuple[str, str], float] = {}
-    pipe = client.pipeline(transaction=False)
     names = list(queues)
-    for q in names:
-        pipe.llen(f"{ns}:{q}")
-        pipe.llen(f"{ns}:{q}.DQ")
-    values = pipe.execute()
-    for i, q in enumerate(names):
-        depth[(q, "ready")] = float(values[2 * i])
-        depth[(q, "delayed")] = float(values[2 * i + 1])
+    for client, on_server in servers.by_server(names):
+        pipe = client.pipeline(transaction=False)
+        for q in on_server:
+            pipe.llen(f"{ns}:{q}")
+            pipe.llen(f"{ns}:{q}.DQ")
+        values = pipe.execute()
+        for i, q in enumerate(on_server):
+            depth[(q, "ready")] = float(values[2 * i])
+            depth[(q, "delayed")] = float(values[2 * i + 1])
     with psycopg.connect(settings.database_dsn, connect_timeout=2) as conn:
         rows = conn.execute(
             "SELECT queue, count(*) FROM job_runs WHERE status = 'DEAD' GROUP BY queue"
@@ -55,12 +60,12 @@ def queue_depths(
 
 
 def queues_paused(
-    client: redis.Redis, settings: Settings, queues: Iterable[str]
+    servers: QueueServers, settings: Settings, queues: Iterable[str]
 ) -> dict[tuple[str], float]:
     """1.0 for each queue an operator paused (`shared/pauses.py`), else 0.0."""
-    from ..pauses import paused_key
+    from ..pauses import paused_everywhere
 
-    paused = {k.decode() for k in client.hkeys(paused_key(settings.broker_namespace))}  # type: ignore[union-attr]
+    paused = paused_everywhere(servers, settings.broker_namespace)
     return {(q,): float(q in paused) for q in queues}
 
 

@@ -119,7 +119,7 @@ def enqueue(
             raise spec.requires.missing(spec.name, model)
     if at_commit:
         runtime = runtime or get_runtime()
-        runtime.sender.check_broker(event.job_id)
+        runtime.sender.check_broker(event.job_id, spec.queue)
     session.add(event)
     session.execute(
         STAGE_RUN,

@@ -8,6 +8,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 
@@ -42,12 +43,24 @@ def test_report_shows_ready_and_dead_jobs_fresh_heartbeats_and_the_outbox_backlo
 
     report = status.collect(settings, tmp_path / "run" / "fleet.json")
 
-    assert report["queues"]["email"] == {"ready": 1, "delayed": 0, "dead": 0, "paused": None}
+    assert report["queues"]["email"] == {
+        "ready": 1,
+        "delayed": 0,
+        "dead": 0,
+        "paused": None,
+        "server": home_server(settings),
+    }
     assert report["queues"]["doc"]["dead"] == 1
     assert report["workers"]["heartbeats"] == {"alive": 1, "stale": 1, "dead_consumers": {}}
     assert report["workers"]["processes"] == []  # no `make run` state here
     assert report["outbox"]["pending"] == 1 and report["outbox"]["oldest_pending_s"] >= 29
     assert report["indexer"]["cursor"] is None
+
+
+def home_server(settings: Settings) -> str:
+    """REDIS_URL as `fleet status` names a server: host:port/db."""
+    url = urlsplit(settings.redis_url)
+    return f"{url.hostname}:{url.port or 6379}/{url.path.strip('/') or '0'}"
 
 
 def test_an_unreachable_redis_is_reported_in_its_sections_only(

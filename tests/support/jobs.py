@@ -95,6 +95,20 @@ def bind(broker: dramatiq.Broker) -> dict[str, BoundJob[Any]]:
     return {"echo": echo, "sleep": sleep}
 
 
+#: An echo on a second test queue: the queue a test puts on a Redis server of its own
+#: (REDIS_QUEUE_URLS, tests/integration/test_queue_shards.py).
+ECHO_B = JobSpec(Contract[EchoV2]("test:echo-b", (EchoV2,)), queue="testq-b", entity_type="echo")
+
+
+def bind_b(broker: dramatiq.Broker) -> dict[str, BoundJob[Any]]:
+    @handler(ECHO_B, broker=broker)
+    def echo_b(payload: EchoV2, job: JobContext) -> dict[str, Any]:
+        mark(f"echo-b {job.job_id} {job.attempt}")
+        return {"echo": payload.message}
+
+    return {"echo_b": echo_b}
+
+
 def raw_message(actor: str, *args: Any) -> dramatiq.Message[Any]:
     """A message on `testq` as another producer would write it: no job id, no tracking fields."""
     return dramatiq.Message(queue_name="testq", actor_name=actor, args=args, kwargs={}, options={})

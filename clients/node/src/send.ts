@@ -70,10 +70,12 @@ export function message(
 /**
  * Validate `payload` (InvalidPayload), derive its job id, and enqueue it unless that id is
  * already claimed (then `duplicate` is true and nothing is enqueued). BrokerUnavailable when
- * Redis does not answer: nothing was enqueued, and sending again is safe.
+ * Redis does not answer: nothing was enqueued, and sending again is safe. `redis`: the fleet's
+ * Redis, or, when the fleet shards its queues (REDIS_QUEUE_URLS), `(queue) => client` giving the
+ * client of each queue's server.
  */
 export async function send(
-  redis: RedisLike,
+  redis: RedisLike | ((queue: string) => RedisLike),
   job: string | Job,
   payload: Record<string, unknown>,
   options: SendOptions = {},
@@ -82,9 +84,12 @@ export async function send(
   const { spec, valid, jobId } = prepared(job, payload);
   const ns = options.namespace ?? "dramatiq";
   const msg = message(spec, valid, jobId, options);
+  // A fleet that shards its queues over several Redis primaries (REDIS_QUEUE_URLS): the claim and
+  // the message go to the server of the job's queue (docs/wire-protocol.md §3).
+  const client = typeof redis === "function" ? redis(spec.queue) : redis;
   let holder: unknown;
   try {
-    holder = await redis.eval(
+    holder = await client.eval(
       ENQUEUE_ONCE_LUA,
       4,
       `${ns}:jobfleet:job-id:${jobId}`,

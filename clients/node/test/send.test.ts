@@ -54,6 +54,16 @@ test("an invalid payload is refused before Redis or Postgres is asked anything",
   assert.deepEqual(asked, []);
 });
 
+test("sharded queues: the claim and the message go to the client of the job's queue", async () => {
+  const asked: string[] = [];
+  const on = (server: string) => ({ eval: async (...args: unknown[]) => void asked.push(`${server} ${String(args[3])}`) });
+  const servers: Record<string, ReturnType<typeof on>> = { email: on("b") };
+  const route = (queue: string) => servers[queue] ?? on("home");
+  await send(route, "email:send", EMAIL);
+  await send(route, "email:send", EMAIL, { delayMs: 1000 });
+  assert.deepEqual(asked, ["b dramatiq:email.msgs", "b dramatiq:email.DQ.msgs"]);
+});
+
 test("no fleet tables: SchemaNotMigrated", async () => {
   const sql = {
     query: async () => {
