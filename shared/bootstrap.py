@@ -102,14 +102,15 @@ def _stop(broker: FleetRedisBroker, writer: RunWriter, tracking: Tracking) -> No
 
 
 def domain_queues(domain: str) -> list[str]:
-    """The queues of the jobs `domain` registers (none for a domain that is not registered)."""
+    """The queues of the jobs `domain` registers (none for a domain that is not registered);
+    `chain-actions` and `chain_actions` name the same domain."""
     from .domains import load_target, registered
 
     return list(
         dict.fromkeys(
             spec.queue
             for d in registered()
-            if d.name == domain and d.jobs
+            if d.name.replace("_", "-") == domain.replace("_", "-") and d.jobs
             for spec in load_target(d.jobs)
         )
     )

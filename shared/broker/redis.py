@@ -170,7 +170,7 @@ def build_broker(
 ) -> FleetRedisBroker:
     """A broker on the Redis server of `queues` (a worker's: `QueuesOnSeveralServers` unless
     they share one, shared/queue_servers.py); without `queues`, on REDIS_URL's."""
-    from ..queue_servers import common_server
+    from ..queue_servers import QueuesOnSeveralServers, common_server
     from ..redis_conn import client  # REDIS_URL, or the master REDIS_SENTINELS name
 
     server = url, master = common_server(settings, queues)
@@ -183,6 +183,13 @@ def build_broker(
     # At most one durable-lane statement of finished messages waits for its outcome (acker.py).
     broker.acker.backlog_max = settings.tracking_batch_max
     broker.server = server
-    if queues:
-        broker.server_check = lambda queue: common_server(settings, [*queues, queue])
+
+    def server_check(queue: str) -> None:
+        if common_server(settings, [*queues, queue]) != server:  # no `queues`: REDIS_URL's
+            raise QueuesOnSeveralServers(
+                f"queue {queue!r} is not on this worker's Redis server (REDIS_QUEUE_URLS): "
+                "name it in the worker's queues (boot_worker) or move it"
+            )
+
+    broker.server_check = server_check
     return broker

@@ -25,10 +25,12 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from scheduler.process import health_server
 from shared import outbox, pauses
+from shared.broker import build_broker
 from shared.cli import status
 from shared.config import Settings
 from shared.console import fleet
 from shared.jobs import catalog
+from shared.launcher import plan
 from shared.queue_servers import QueuesOnSeveralServers, label, server_of
 from shared.runtime import Runtime, set_runtime
 from tests.integration.test_k8s_scaling import TOKEN, get
@@ -197,8 +199,6 @@ def test_two_redis_primaries_carry_their_own_queues_end_to_end(
 def test_a_worker_whose_queues_are_on_two_servers_refuses_to_start(
     settings: Settings, b: RedisServer
 ) -> None:
-    from shared.broker import build_broker
-
     with pytest.raises(QueuesOnSeveralServers, match="testq-b") as raised:
         build_broker(sharded(settings, b), queues=["testq", "testq-b"])
     assert f":{b.port}" in str(raised.value)
@@ -289,3 +289,25 @@ def test_a_replayed_dead_job_goes_back_to_its_queues_server(
     finally:
         other.close()
         home.close()
+
+
+@pytest.mark.parametrize("process", [p.name for p in plan.workers()])
+def test_each_domain_worker_boots_on_the_server_of_its_queues(
+    process: str, settings: Settings, b: RedisServer
+) -> None:
+    """`dramatiq workers.<domain>.app` calls `boot_worker("<domain>")`: the queues it finds for
+    that name are its jobs' queues, so a sharded queue's worker talks to the queue's server."""
+    from shared.bootstrap import domain_queues
+
+    domain = process.removeprefix("worker-")
+    queues = domain_queues(domain)
+    assert queues, f"no queue known for {domain!r}: its worker would boot on REDIS_URL's server"
+    moved = settings.model_copy(update={"redis_queue_urls": dict.fromkeys(queues, b.url)})
+    broker = build_broker(moved, queues=queues)
+    try:
+        assert broker.server == (b.url, None)
+        broker.declare_queue(queues[0])
+        with pytest.raises(QueuesOnSeveralServers):
+            broker.declare_queue("testq")  # on REDIS_URL's server
+    finally:
+        broker.client.close()
