@@ -79,17 +79,11 @@ def queues(settings: Settings) -> Section:
 def heartbeats(settings: Settings, *, now_ms: float | None = None) -> Section:
     """Consumers whose heartbeat is younger than `heartbeat_timeout_ms` (Dramatiq's own rule),
     on every Redis server of the queues (a worker beats on its queues' server)."""
-    from shared.broker import dead_consumers_key
+    from shared.observability.probes import heartbeats as read
 
     servers = _servers(settings)
-    beats: list[Any] = []
-    dead_raw: dict[Any, Any] = {}
     try:
-        for client in servers.all():
-            beats += client.zrange(
-                f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True
-            )
-            dead_raw.update(client.hgetall(dead_consumers_key(settings.broker_namespace)))
+        beats, dead_raw = read(servers, settings.broker_namespace)
     finally:
         servers.close()
     now_ms = time.time() * 1000 if now_ms is None else now_ms

@@ -19,6 +19,7 @@ from psycopg.rows import dict_row
 
 from .. import periodic
 from ..jobs import catalog
+from ..observability.probes import heartbeats, queue_lengths
 from ..pauses import paused_everywhere, redis_client
 from ..queue_servers import label, server_of
 from ..runtime import Runtime
@@ -43,16 +44,8 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     REDIS_QUEUE_URLS), running and dead (job_runs), finished in the last minute, paused or not
     (who, why, since when), and which Redis server carries it."""
     ns = runtime.settings.broker_namespace
-    servers = runtime.queue_servers
-    depths: dict[str, tuple[int, int]] = {}
-    for client, on_server in servers.by_server(catalog.QUEUES):
-        pipe = client.pipeline(transaction=False)
-        for q in on_server:
-            pipe.llen(f"{ns}:{q}")
-            pipe.llen(f"{ns}:{q}.DQ")
-        values = pipe.execute()
-        depths.update({q: (values[2 * i], values[2 * i + 1]) for i, q in enumerate(on_server)})
-    paused = paused_everywhere(servers, ns)
+    depths = queue_lengths(runtime.queue_servers, ns, catalog.QUEUES)
+    paused = paused_everywhere(runtime.queue_servers, ns)
     scope, params = _org_scope(orgs)
     with runtime.pool.connection() as conn:
         counts = conn.execute(
@@ -132,15 +125,9 @@ def durations(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
 def workers(runtime: Runtime, state_file: Path, *, now_ms: float | None = None) -> Section:
     """Consumers with their last heartbeat (alive: younger than the heartbeat timeout), dead
     consumer threads, and the processes `make run` supervises (from its state file)."""
-    from ..broker import dead_consumers_key
 
     settings = runtime.settings
-    beats: list[tuple[bytes, float]] = []
-    dead_raw: dict[bytes, bytes] = {}
-    for client in runtime.queue_servers.all():  # a worker beats on its queues' server
-        key = f"{settings.broker_namespace}:__heartbeats__"
-        beats += client.zrange(key, 0, -1, withscores=True)  # type: ignore[arg-type]
-        dead_raw.update(client.hgetall(dead_consumers_key(settings.broker_namespace)))  # type: ignore[arg-type]
+    beats, dead_raw = heartbeats(runtime.queue_servers, settings.broker_namespace)
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     consumers: list[dict[str, Any]] = [
         {

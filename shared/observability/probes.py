@@ -33,22 +33,45 @@ def postgres_check(dsn: str) -> Callable[[], None]:
     return check
 
 
+def queue_lengths(
+    servers: QueueServers, namespace: str, queues: Iterable[str]
+) -> dict[str, tuple[int, int]]:
+    """(ready, delayed) messages of each queue, one pipeline per Redis server that carries some."""
+    found: dict[str, tuple[int, int]] = {}
+    for client, on_server in servers.by_server(queues):
+        pipe = client.pipeline(transaction=False)
+        for q in on_server:
+            pipe.llen(f"{namespace}:{q}")
+            pipe.llen(f"{namespace}:{q}.DQ")
+        values = pipe.execute()
+        found.update({q: (values[2 * i], values[2 * i + 1]) for i, q in enumerate(on_server)})
+    return found
+
+
+def heartbeats(
+    servers: QueueServers, namespace: str
+) -> tuple[list[tuple[bytes, float]], dict[bytes, bytes]]:
+    """Every worker's last heartbeat and the dead consumer threads, from every Redis server of
+    the queues (a worker beats on its queues' server)."""
+    from ..broker import dead_consumers_key
+
+    beats: list[tuple[bytes, float]] = []
+    dead: dict[bytes, bytes] = {}
+    for client in servers.all():
+        beats += client.zrange(f"{namespace}:__heartbeats__", 0, -1, withscores=True)  # type: ignore[arg-type]
+        dead.update(client.hgetall(dead_consumers_key(namespace)))  # type: ignore[arg-type]
+    return beats, dead
+
+
 def queue_depths(
     servers: QueueServers, settings: Settings, queues: Iterable[str]
 ) -> dict[tuple[str, str], float]:
     """Ready and delayed messages of each queue, read on the Redis that carries it; dead runs."""
-    ns = settings.broker_namespace
-    depth: dict[tuple[str, str], float] = {}
     names = list(queues)
-    for client, on_server in servers.by_server(names):
-        pipe = client.pipeline(transaction=False)
-        for q in on_server:
-            pipe.llen(f"{ns}:{q}")
-            pipe.llen(f"{ns}:{q}.DQ")
-        values = pipe.execute()
-        for i, q in enumerate(on_server):
-            depth[(q, "ready")] = float(values[2 * i])
-            depth[(q, "delayed")] = float(values[2 * i + 1])
+    depth: dict[tuple[str, str], float] = {}
+    for q, (ready, delayed) in queue_lengths(servers, settings.broker_namespace, names).items():
+        depth[(q, "ready")] = float(ready)
+        depth[(q, "delayed")] = float(delayed)
     with psycopg.connect(settings.database_dsn, connect_timeout=2) as conn:
         rows = conn.execute(
             "SELECT queue, count(*) FROM job_runs WHERE status = 'DEAD' GROUP BY queue"
