@@ -12,6 +12,7 @@ name the server. A worker whose queues are on two servers refuses to start.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -33,6 +34,7 @@ from shared.jobs import catalog
 from shared.launcher import plan
 from shared.queue_servers import QueuesOnSeveralServers, label, server_of
 from shared.runtime import Runtime, set_runtime
+from tests.console.test_security import client as console
 from tests.integration.test_k8s_scaling import TOKEN, get
 from tests.support.jobs import ECHO, ECHO_B
 from tests.support.procs import Procs, RedisServer, free_port
@@ -142,6 +144,10 @@ def test_two_redis_primaries_carry_their_own_queues_end_to_end(
         page = {q["queue"]: q for q in fleet.queues(shards)}
         assert page["email"]["ready"] == 2 and page["email"]["server"].endswith(f":{b.port}/0")
         assert page["ai"]["ready"] == 0 and page["ai"]["server"] != page["email"]["server"]
+        with console(shards, tmp_path, token="t", token_operator="ops") as web:
+            html = web.get("/", headers={"Authorization": "Bearer t"}).text
+        served = re.findall(r'data-test="queue-server">([^<]*)<', html)
+        assert page["email"]["server"] in served and page["ai"]["server"] in served
         cli = subprocess.run(
             [FLEET, "status", "--json"],
             env={**procs.env(env_of(shards.settings)), "FLEET_LOG_LEVEL": "ERROR"},
