@@ -13,7 +13,6 @@ private key layout: the `<queue>.msgs` hash and the `<queue>` list, the `.DQ` de
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 from uuid import uuid4
 
@@ -22,8 +21,8 @@ import redis
 from dramatiq.common import current_millis, dq_name
 
 from . import codec
-
-SCRIPT = resources.files(__package__).joinpath("lua/enqueue_once.lua").read_text()
+from .lanes import ENQUEUE as SCRIPT
+from .lanes import lane
 
 
 def dedup_key(namespace: str, job_id: str) -> str:
@@ -60,6 +59,8 @@ class EnqueueGate:
             self.window_ms,
             options["redis_message_id"],
             codec.encode(message),
+            # Its lane: its priority and org (`lanes.py`); a delay queue ignores them.
+            *lane(message.options),
         )
         try:
             # EVALSHA itself: redis-py's `Script.__call__` imports and checks for a pipeline

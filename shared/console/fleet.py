@@ -18,6 +18,7 @@ from uuid import UUID
 from psycopg.rows import dict_row
 
 from .. import periodic
+from ..broker import lanes
 from ..jobs import catalog
 from ..pauses import paused_queues, redis_client
 from ..runtime import Runtime
@@ -44,9 +45,9 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     ns = runtime.settings.broker_namespace
     pipe = client.pipeline(transaction=False)
     for q in catalog.QUEUES:
-        pipe.llen(f"{ns}:{q}")
         pipe.llen(f"{ns}:{q}.DQ")
-    depths = pipe.execute()
+    delayed = pipe.execute()
+    waiting = lanes.ready(client, ns, list(catalog.QUEUES))  # every lane of each queue
     paused = paused_queues(client, ns)
     scope, params = _org_scope(orgs)
     with runtime.pool.connection() as conn:
@@ -69,8 +70,8 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
         rows.append(
             {
                 "queue": q,
-                "ready": depths[2 * i] if known else None,
-                "delayed": depths[2 * i + 1] if known else None,
+                "ready": waiting[q] if known else None,
+                "delayed": delayed[i] if known else None,
                 "running": by.get((q, "RUNNING"), 0),
                 "dead": by.get((q, "DEAD"), 0),
                 "per_minute": per_minute.get(q, 0),

@@ -7,8 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..broker.lanes import PRIORITIES, Priority
 from ..config import RetryPolicy
 from ..contracts.base import Contract, Payload
+from ..errors import UnknownPriority
 from ..runtime import get_runtime
 from .ids import stable_job_id
 from .requires import Requires
@@ -17,6 +19,13 @@ if TYPE_CHECKING:
     from .send import SendResult
 
 P = TypeVar("P", bound=Payload)
+
+
+def check_priority(priority: str) -> Priority:
+    """`priority`, or `UnknownPriority` when it is not one of high, default, low."""
+    if priority not in PRIORITIES:
+        raise UnknownPriority(f"unknown priority {priority!r}: one of {', '.join(PRIORITIES)}")
+    return priority  # type: ignore[return-value]
 
 
 def _entity_id(payload: Payload) -> str:
@@ -37,6 +46,12 @@ class JobSpec(Generic[P]):
     retry: RetryPolicy | None = None
     #: A row the worker needs and cannot create from the payload: checked at send.
     requires: Requires | None = None
+    #: Its priority in its queue, fleet-wide (high, default, low; a send may name another):
+    #: docs/kernel.md, "Fair share, limits and priorities".
+    priority: Priority = "default"
+
+    def __post_init__(self) -> None:
+        check_priority(self.priority)
 
     @property
     def name(self) -> str:
@@ -77,9 +92,13 @@ class JobSpec(Generic[P]):
         *,
         request_id: str | None = None,
         delay_ms: int | None = None,
+        priority: Priority | None = None,
     ) -> SendResult:
-        """Validate, derive the job id, deduplicate, record QUEUED and enqueue."""
-        return get_runtime().sender.send(self, payload, request_id=request_id, delay_ms=delay_ms)
+        """Validate, derive the job id, deduplicate, record QUEUED and enqueue (with `priority`,
+        or the job's own)."""
+        return get_runtime().sender.send(
+            self, payload, request_id=request_id, delay_ms=delay_ms, priority=priority
+        )
 
     def __hash__(self) -> int:  # a job is its name (usable as a mapping key: `{SPEC: handler}`)
         return hash(self.name)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 import psycopg
 import redis
 
+from ..broker import lanes
 from ..config import Settings
 
 
@@ -37,12 +38,12 @@ def queue_depths(
     pipe = client.pipeline(transaction=False)
     names = list(queues)
     for q in names:
-        pipe.llen(f"{ns}:{q}")
         pipe.llen(f"{ns}:{q}.DQ")
     values = pipe.execute()
+    waiting = lanes.ready(client, ns, names)  # every lane (shared/broker/lanes.py)
     for i, q in enumerate(names):
-        depth[(q, "ready")] = float(values[2 * i])
-        depth[(q, "delayed")] = float(values[2 * i + 1])
+        depth[(q, "ready")] = float(waiting[q])
+        depth[(q, "delayed")] = float(values[i])
     with psycopg.connect(settings.database_dsn, connect_timeout=2) as conn:
         rows = conn.execute(
             "SELECT queue, count(*) FROM job_runs WHERE status = 'DEAD' GROUP BY queue"

@@ -124,7 +124,7 @@ def insert_dead(
 def queued_messages(runtime: Any, queue: str) -> list[dict[str, Any]]:
     client = runtime.broker.client
     ns = runtime.settings.broker_namespace
-    ids = [i.decode() for i in client.lrange(f"{ns}:{queue}", 0, -1)]
+    ids = queued_ids(client, ns, queue)
     return [json.loads(client.hget(f"{ns}:{queue}.msgs", i)) for i in ids]
 
 
