@@ -48,18 +48,22 @@ def queues(settings: Settings) -> Section:
     from shared import redis_conn
     from shared.jobs import catalog
     from shared.observability.probes import queue_depths
+    from shared.limits import queue_limits
     from shared.pauses import paused_queues
 
     client = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)
     try:
         depth = queue_depths(client, settings, catalog.QUEUES)
         paused = paused_queues(client, settings.broker_namespace)
+        limits = {q: queue_limits(client, settings, q) for q in catalog.QUEUES}
     finally:
         client.close()
     return {
         q: {
             **{state: int(depth[(q, state)]) for state in ("ready", "delayed", "dead")},
             "paused": paused[q].as_dict() if q in paused else None,
+            # Taken by a worker and not yet acknowledged, fleet-wide, and the limits in force.
+            **{k: v for k, v in limits[q].as_dict().items() if k != "queue"},
         }
         for q in catalog.QUEUES
     }
@@ -214,6 +218,22 @@ def _planned_urls(settings: Settings) -> list[str]:
 # -- the screen ------------------------------------------------------------------------------
 
 
+def limits_text(d: dict[str, Any]) -> str:
+    """`queue 8, per org 2, 1 org own (top: <org> 2 running)`; empty without limits."""
+    parts = []
+    if d.get("limit"):
+        parts.append(f"queue {d['limit']}")
+    if d.get("per_org"):
+        parts.append(f"per org {d['per_org']}")
+    if d.get("orgs"):
+        parts.append(f"{len(d['orgs'])} org(s) own")
+    by_org = d.get("running_by_org") or {}
+    if parts and by_org:
+        top, n = next(iter(by_org.items()))
+        parts.append(f"busiest org {top[:8]}: {n} running")
+    return ", ".join(parts)
+
+
 def render(report: dict[str, Section]) -> None:
     from rich.table import Table
 
@@ -221,8 +241,9 @@ def render(report: dict[str, Section]) -> None:
 
     q = report["queues"]
     table = Table(title="queues", header_style="bold")
-    for name in ("queue", "ready", "delayed", "dead", "state"):
-        table.add_column(name, justify="right" if name in ("ready", "delayed", "dead") else "left")
+    numbers = ("ready", "running", "delayed", "dead")
+    for name in ("queue", *numbers, "limits", "state"):
+        table.add_column(name, justify="right" if name in numbers else "left")
     if "error" in q:
         out.print(f"[red]queues: {cell(q['error'])}[/red]")
     else:
@@ -234,7 +255,15 @@ def render(report: dict[str, Section]) -> None:
                 if pause
                 else "running"
             )
-            table.add_row(queue, str(d["ready"]), str(d["delayed"]), dead, state)
+            table.add_row(
+                queue,
+                str(d["ready"]),
+                str(d.get("running", 0)),
+                str(d["delayed"]),
+                dead,
+                cell(limits_text(d)),
+                state,
+            )
         out.print(table)
 
     w = report["workers"]

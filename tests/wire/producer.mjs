@@ -23,7 +23,7 @@ const ENQUEUE_ONCE = `-- Enqueue a message unless its job id was already enqueue
 -- KEYS[4] the queue's wake-up list (an idle fleet consumer blocks on it: shared/broker/consumer.py)
 -- ARGV[1] message id, ARGV[2] dedup window (ms), ARGV[3] redis message id, ARGV[4] message data
 -- Optional: ARGV[5] priority (high, default or low), ARGV[6] org id: the message's lane (fair
--- share, docs/wire-protocol.md §3). Without them, or on a delay queue (`<queue>.DQ`), it goes on
+-- share, docs/wire-protocol.md §3). Without them, or on a delay queue (<queue>.DQ), it goes on
 -- the queue's list itself: the default lane. A window of 0 enqueues without claiming the job id.
 -- Returns false when enqueued, or the message id that holds the job id.
 -- The hash + list layout is Dramatiq's Redis broker's own "enqueue" command (dispatch.lua).
@@ -45,10 +45,10 @@ end
 redis.call("hset", KEYS[2], ARGV[3], ARGV[4])
 local member = band and (string.sub(priority, 1, 1) .. "/" .. (ARGV[6] or ""))
 if member and member ~= "d/" then
-    -- A lane is a list per priority and org; `<queue>.ready` ranks the lanes that hold messages
+    -- A lane is a list per priority and org; <queue>.ready ranks the lanes that hold messages
     -- (score: priority band * 1e12 + the queue's pick count when it joined; lua/fetch.lua).
-    -- `<queue>.laned` holds a token per message waiting in a lane (its length is what waits
-    -- besides the queue's own list: `fleet status`, an autoscaler).
+    -- <queue>.laned holds a token per message waiting in a lane (its length is what waits
+    -- besides the queue's own list: fleet status, an autoscaler).
     redis.call("rpush", KEYS[3] .. ".laned", "1")
     if redis.call("rpush", KEYS[3] .. ".lane." .. member, ARGV[3]) == 1 then
         local picks = tonumber(redis.call("get", KEYS[3] .. ".seq") or "0")
