@@ -187,7 +187,7 @@ spec:
     - type: redis
       metadata:
         addressFromEnv: REDIS_ADDRESS
-        listName: "dramatiq:{queue}"
+        listName: "dramatiq:{queue}.laned"
         listLength: "10"
         databaseIndex: "0"
       authenticationRef:

@@ -47,8 +47,8 @@ def guard(section: Callable[[], Section]) -> Section:
 def queues(settings: Settings) -> Section:
     from shared import redis_conn
     from shared.jobs import catalog
-    from shared.observability.probes import queue_depths
     from shared.limits import queue_limits
+    from shared.observability.probes import queue_depths
     from shared.pauses import paused_queues
 
     client = redis_conn.client(settings, socket_timeout=2, socket_connect_timeout=2)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from shared.broker import build_broker, lanes
+from shared.broker import build_broker, codec, lanes
 from shared.broker.consumer import fetch
 from shared.broker.redis import FleetRedisBroker
 from shared.config import Settings
@@ -41,7 +41,7 @@ def _take(broker: FleetRedisBroker, count: int = 1) -> list[tuple[str, str, str]
     """(redis id, org, message text) of what one fetch takes."""
     out = []
     for redis_id, data in fetch(broker, "testq", count):
-        message = build_message.__globals__["dramatiq"].Message.decode(data)
+        message = codec.decode(data)
         out.append((redis_id, message.options["org_id"], message.args[0]["message"]))
     return out
 

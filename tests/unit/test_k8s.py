@@ -220,5 +220,5 @@ def test_each_worker_scales_on_its_own_queue() -> None:
         assert obj["spec"]["minReplicaCount"] >= 1
         (trigger,) = obj["spec"]["triggers"]
         assert trigger["type"] == "redis"
-        assert trigger["metadata"]["listName"] == f"dramatiq:{queue_of(name)}"
+        assert trigger["metadata"]["listName"] == f"dramatiq:{queue_of(name)}.laned"
         assert trigger["authenticationRef"]["name"] in by_kind("TriggerAuthentication")
