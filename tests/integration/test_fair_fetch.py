@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shared import outbox
 from shared.broker import build_broker, codec, lanes
 from shared.broker.consumer import fetch
 from shared.broker.redis import FleetRedisBroker
 from shared.config import Settings
 from shared.errors import UnknownPriority
+from shared.jobs import catalog
 from shared.jobs.message import build_message
 from shared.limits import InvalidLimit, queue_limits, set_limit
 from shared.runtime import Runtime
@@ -169,3 +172,23 @@ def test_a_bad_priority_or_limit_is_refused_before_anything_changes(runtime: Run
     ns = runtime.settings.broker_namespace
     assert queued(runtime.broker.client, ns, "testq") == 0
     assert not runtime.broker.client.exists(lanes.limits_key(ns, "testq"))
+
+
+def test_a_job_staged_through_the_outbox_keeps_its_priority(
+    runtime: Runtime, worker: FleetRedisBroker
+) -> None:
+    org = str(uuid.uuid4())
+
+    def email(key: str) -> dict[str, Any]:
+        return {"org_id": org, "entity_id": str(uuid.uuid4()), "template_key": key,
+                "recipient_email": "ada@example.com"}  # fmt: skip
+
+    for i in range(3):
+        catalog.EMAIL_SEND.send(email(f"low{i}"), priority="low")
+    with runtime.sessions() as session, session.begin():
+        outbox.enqueue(session, catalog.EMAIL_SEND, email("staged"), priority="high")
+    assert outbox.relay_once(runtime, now=datetime.now(UTC)).published == 1
+    (taken,) = fetch(worker, "email", 1)
+    assert codec.decode(taken[1] or b"").args[0]["template_key"] == "staged"
+    with runtime.sessions() as session, session.begin(), pytest.raises(UnknownPriority):
+        outbox.enqueue(session, catalog.EMAIL_SEND, email("x"), priority="urgent")  # type: ignore[arg-type]
