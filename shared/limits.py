@@ -13,7 +13,7 @@ limit stays in its lane, unfetched: it spends no attempt, and starts when a slot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -126,3 +126,21 @@ def queue_limits(client: redis.Redis, settings: Settings, queue: str) -> QueueLi
         running=busy.pop("*", 0),
         running_by_org=dict(sorted(busy.items(), key=lambda kv: (-kv[1], kv[0]))),
     )
+
+
+def summary(limits: Mapping[str, Any], *, busiest: bool = True) -> str:
+    """`queue 8, per org 2, 1 org(s) own, busiest org 6f1c2a3e: 2 running` from a
+    `QueueLimits.as_dict()`; empty when the queue has no limit. `busiest=False` names no org
+    (the console, whose operator may see only some orgs)."""
+    parts = []
+    if limits.get("limit"):
+        parts.append(f"queue {limits['limit']}")
+    if limits.get("per_org"):
+        parts.append(f"per org {limits['per_org']}")
+    if limits.get("orgs"):
+        parts.append(f"{len(limits['orgs'])} org(s) own")
+    by_org = limits.get("running_by_org") or {}
+    if busiest and parts and by_org:
+        top, n = next(iter(by_org.items()))
+        parts.append(f"busiest org {top[:8]}: {n} running")
+    return ", ".join(parts)

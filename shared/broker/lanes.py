@@ -17,15 +17,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 import redis
 from dramatiq.common import current_millis
 
-Priority = Literal["high", "default", "low"]
-#: The closed set of priorities, highest first.
-PRIORITIES: tuple[Priority, ...] = ("high", "default", "low")
+from ..jobs.priorities import PRIORITIES
+
 RELEASE = resources.files(__package__).joinpath("lua/release.lua").read_text()
 #: The send script (`gate.py`), also Dramatiq's own enqueues' (`enqueue`).
 ENQUEUE = resources.files(__package__).joinpath("lua/enqueue_once.lua").read_text()

@@ -127,13 +127,16 @@ def limit(
 
 @app.command("status")
 def status(as_json: JsonOption = False) -> None:
-    """Every queue: paused or not (who, since when, why), and the last pause/resume actions."""
+    """Every queue: paused or not (who, since when, why), its concurrency limits, and the last
+    pause/resume/limit actions."""
     from shared import pauses
     from shared.jobs import catalog
+    from shared.limits import queue_limits, summary
     from shared.runtime import get_runtime
 
     rt = get_runtime()
-    paused = pauses.paused_queues(pauses.redis_client(rt), rt.settings.broker_namespace)
+    client = pauses.redis_client(rt)
+    paused = pauses.paused_queues(client, rt.settings.broker_namespace)
     rows = [
         {
             "queue": q,
@@ -143,6 +146,7 @@ def status(as_json: JsonOption = False) -> None:
                 if q in paused
                 else {}
             ),
+            "limits": queue_limits(client, rt.settings, q).as_dict(),
         }
         for q in sorted(set(catalog.QUEUES) | set(paused))
     ]
@@ -150,10 +154,17 @@ def status(as_json: JsonOption = False) -> None:
         output.print_json({"queues": rows, "audit": pauses.history(rt, limit=20)})
         return
     output.print_table(
-        ["queue", "state", "by", "since", "reason"],
+        ["queue", "state", "by", "since", "reason", "limits"],
         [
-            [r["queue"], r["state"], r.get("by", ""), r.get("at", ""), r.get("reason", "")]
+            [
+                r["queue"],
+                r["state"],
+                r.get("by", ""),
+                r.get("at", ""),
+                r.get("reason", ""),
+                summary(r["limits"]),
+            ]
             for r in rows
         ],
-        fold=["reason"],
+        fold=["reason", "limits"],
     )

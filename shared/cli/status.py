@@ -218,24 +218,10 @@ def _planned_urls(settings: Settings) -> list[str]:
 # -- the screen ------------------------------------------------------------------------------
 
 
-def limits_text(d: dict[str, Any]) -> str:
-    """`queue 8, per org 2, 1 org own (top: <org> 2 running)`; empty without limits."""
-    parts = []
-    if d.get("limit"):
-        parts.append(f"queue {d['limit']}")
-    if d.get("per_org"):
-        parts.append(f"per org {d['per_org']}")
-    if d.get("orgs"):
-        parts.append(f"{len(d['orgs'])} org(s) own")
-    by_org = d.get("running_by_org") or {}
-    if parts and by_org:
-        top, n = next(iter(by_org.items()))
-        parts.append(f"busiest org {top[:8]}: {n} running")
-    return ", ".join(parts)
-
-
 def render(report: dict[str, Section]) -> None:
     from rich.table import Table
+
+    from shared.limits import summary as limits_summary
 
     from .output import cell, out
 
@@ -261,7 +247,7 @@ def render(report: dict[str, Section]) -> None:
                 str(d.get("running", 0)),
                 str(d["delayed"]),
                 dead,
-                cell(limits_text(d)),
+                cell(limits_summary(d)),
                 state,
             )
         out.print(table)

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from .. import periodic
+from .. import limits, periodic
 from ..broker import lanes
 from ..jobs import catalog
 from ..pauses import paused_queues, redis_client
@@ -49,6 +49,7 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     delayed = pipe.execute()
     waiting = lanes.ready(client, ns, list(catalog.QUEUES))  # every lane of each queue
     paused = paused_queues(client, ns)
+    limited = {q: limits.queue_limits(client, runtime.settings, q) for q in catalog.QUEUES}
     scope, params = _org_scope(orgs)
     with runtime.pool.connection() as conn:
         counts = conn.execute(
@@ -76,6 +77,7 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
                 "dead": by.get((q, "DEAD"), 0),
                 "per_minute": per_minute.get(q, 0),
                 "paused": paused[q].as_dict() if q in paused else None,
+                "limits": limits.summary(limited[q].as_dict(), busiest=False) if known else "",
                 "known": known,
             }
         )

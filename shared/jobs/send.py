@@ -26,8 +26,8 @@ from ..db import schema
 from ..errors import BrokerUnavailable, TrackingUnavailable
 from .context import request_id_var
 from .message import build_message
+from .priorities import check_priority
 from .run_writer import RunWriter
-from .spec import check_priority
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool

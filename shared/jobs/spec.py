@@ -7,25 +7,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..broker.lanes import PRIORITIES, Priority
 from ..config import RetryPolicy
 from ..contracts.base import Contract, Payload
-from ..errors import UnknownPriority
 from ..runtime import get_runtime
 from .ids import stable_job_id
+from .priorities import Priority, check_priority
 from .requires import Requires
 
 if TYPE_CHECKING:
     from .send import SendResult
 
 P = TypeVar("P", bound=Payload)
-
-
-def check_priority(priority: str) -> Priority:
-    """`priority`, or `UnknownPriority` when it is not one of high, default, low."""
-    if priority not in PRIORITIES:
-        raise UnknownPriority(f"unknown priority {priority!r}: one of {', '.join(PRIORITIES)}")
-    return priority  # type: ignore[return-value]
 
 
 def _entity_id(payload: Payload) -> str:

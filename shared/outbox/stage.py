@@ -31,11 +31,11 @@ import structlog
 from sqlalchemy import event as sa_event
 from sqlalchemy import text
 
-from ..broker.lanes import Priority
 from ..contracts.base import Payload
 from ..db.models import OutboxEvent
 from ..jobs.context import request_id_var
-from ..jobs.spec import JobSpec, check_priority
+from ..jobs.priorities import Priority, check_priority
+from ..jobs.spec import JobSpec
 from ..runtime import get_runtime, installed_runtime
 
 if TYPE_CHECKING:

@@ -63,7 +63,9 @@ def test_a_small_orgs_job_starts_within_the_bound_behind_a_large_orgs_1000(
     small = _one(str(uuid.uuid4()), "small")
     wait_run(small, "COMPLETED", timeout=30)
     ahead = _starts_between(procs.marks, before, small)
-    print(f"\nsmall org's job: {ahead} jobs of the large org started between its send and its start")
+    print(
+        f"\nsmall org's job: {ahead} jobs of the large org started between its send and its start"
+    )
     assert ahead <= BOUND, f"{ahead} jobs started before the small org's (bound {BOUND})"
 
 
@@ -137,9 +139,20 @@ def test_a_per_org_limit_holds_under_a_sigkill_storm_and_every_job_completes(
         ns = runtime.settings.broker_namespace
         for k in sorted(c.keys(f"{ns}:*")):
             t = c.type(k)
-            v = c.hgetall(k) if t == b"hash" and not k.endswith(b"msgs") else c.zrange(k, 0, -1, withscores=True) if t == b"zset" else c.lrange(k, 0, 5) if t == b"list" else c.smembers(k) if t == b"set" else t
+            v = (
+                c.hgetall(k)
+                if t == b"hash" and not k.endswith(b"msgs")
+                else c.zrange(k, 0, -1, withscores=True)
+                if t == b"zset"
+                else c.lrange(k, 0, 5)
+                if t == b"list"
+                else c.smembers(k)
+                if t == b"set"
+                else t
+            )
             print(k, v)
         from shared.jobs import runs as r
+
         for s in sent:
             v = r.find(s.job_id, org_id=None)
             print(s.job_id[-20:], v and (v.status, v.attempt, v.executions, v.lease_owner))
