@@ -21,6 +21,7 @@ from shared.cli import schemas
 from shared.jobs import catalog, runs
 from tests.support.env import test_env as session_env
 from tests.support.jobs import ECHO
+from tests.support.queues import queued_ids
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
