@@ -96,7 +96,6 @@ def set_limit(
     raw, _ = pipe.execute()
     before = int(raw) if raw else None
     if before != limit:
-        shown = lambda n: "none" if n is None else str(n)  # noqa: E731
         log.info("queue.limit_set", queue=queue, scope=what, limit=limit, before=before, by=by)
         audit(
             runtime,
@@ -104,9 +103,14 @@ def set_limit(
             target=queue,
             action="limit",
             by=by,
-            reason=f"{what}: {shown(before)} -> {shown(limit)}" + (f"; {reason}" if reason else ""),
+            reason=f"{what}: {_shown(before)} -> {_shown(limit)}"
+            + (f"; {reason}" if reason else ""),
         )
     return before, limit
+
+
+def _shown(limit: int | None) -> str:
+    return "none" if limit is None else str(limit)
 
 
 def queue_limits(client: redis.Redis, settings: Settings, queue: str) -> QueueLimits:

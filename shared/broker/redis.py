@@ -117,24 +117,28 @@ class FleetRedisBroker(RedisBroker):
 
     def do_ack(self, queue_name: str, *redis_ids: str) -> Any:
         lanes.release(self, queue_name, redis_ids)
-        return self._dispatch("ack")(queue_name, *redis_ids)
+        return self._command("ack")(queue_name, *redis_ids)
 
     def do_nack(self, queue_name: str, *redis_ids: str) -> Any:
         lanes.release(self, queue_name, redis_ids)
-        return self._dispatch("nack")(queue_name, *redis_ids)
+        return self._command("nack")(queue_name, *redis_ids)
 
     def do_requeue(self, queue_name: str, *redis_ids: str) -> Any:
         """Dramatiq's requeue (to the default lane, where the fetch finds each message's org),
         once the slots the messages held are given back."""
         lanes.release(self, queue_name, redis_ids)
-        return self._dispatch("requeue")(queue_name, *redis_ids)
+        return self._command("requeue")(queue_name, *redis_ids)
 
     def do_qsize(self, queue_name: str) -> int:
         """Dramatiq's "qsize", which runs the queue maintenance here (`_should_do_maintenance`):
         the dead workers' messages are requeued, so their slots are given back first."""
         if self._should_do_maintenance("qsize"):
             lanes.release(self, queue_name, None)
-        return int(self._dispatch("qsize")(queue_name))
+        return int(self._command("qsize")(queue_name))
+
+    def _command(self, name: str) -> Any:
+        """Dramatiq's dispatch of the command `name` (what its `do_<name>` would call)."""
+        return self._dispatch(name)  # type: ignore[no-untyped-call]
 
     def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
         """Dramatiq's enqueue (retries, replays, a delayed message coming due), plus a token on

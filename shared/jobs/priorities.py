@@ -17,4 +17,4 @@ def check_priority(priority: str) -> Priority:
     """`priority`, or `UnknownPriority` when it is not one of high, default, low."""
     if priority not in PRIORITIES:
         raise UnknownPriority(f"unknown priority {priority!r}: one of {', '.join(PRIORITIES)}")
-    return priority  # type: ignore[return-value]
+    return priority

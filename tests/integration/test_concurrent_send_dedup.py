@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.procs import ROOT, Procs
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued
+from tests.support.wait import wait_for, wait_run
 
 PROCESSES, THREADS, SENDS = 2, 4, 125  # 2 x 4 threads x 125 = 1,000 sends
 

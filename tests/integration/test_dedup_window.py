@@ -12,8 +12,8 @@ from shared.broker import dedup_key
 from shared.jobs import runs
 from shared.runtime import Runtime, set_runtime
 from tests.support.jobs import ECHO
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued
+from tests.support.wait import wait_for, wait_run
 
 
 def test_a_job_id_sent_again_after_the_window_runs_once(

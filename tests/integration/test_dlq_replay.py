@@ -10,8 +10,8 @@ import pytest
 from shared import dlq
 from shared.errors import RunNotFound
 from shared.jobs import runs
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued
+from tests.support.wait import wait_for, wait_run
 
 
 def test_a_replayed_dead_job_runs_again_under_its_id_from_attempt_1_and_is_audited(

@@ -10,8 +10,8 @@ import pytest
 
 from shared.jobs import runs
 from tests.support.jobs import ECHO
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued
+from tests.support.wait import wait_for, wait_run
 
 
 def test_a_completed_job_delivered_again_is_acknowledged_without_running(

@@ -16,8 +16,8 @@ from shared.jobs import runs
 from shared.jobs.message import build_message
 from tests.support.jobs import CRASH, SLEEP
 from tests.support.procs import Procs
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued
+from tests.support.wait import wait_for, wait_run
 
 
 def _sleep(org: uuid.UUID, seconds: float, marker: str = "") -> dict[str, Any]:

@@ -11,8 +11,8 @@ import pytest
 from shared.jobs import runs
 from tests.support.jobs import ECHO, SLEEP
 from tests.support.procs import Procs
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued as waiting
+from tests.support.wait import wait_for, wait_run
 
 GRACE_MS = 10_000
 

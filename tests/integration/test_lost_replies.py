@@ -32,8 +32,8 @@ from tests.support.consumer import fetch_one, unacked
 from tests.support.jobs import ECHO, message_info, raw_message
 from tests.support.procs import Procs, free_port
 from tests.support.proxy import Proxy
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued
+from tests.support.wait import wait_for, wait_run
 
 FETCH_SHA = hashlib.sha1(FETCH.encode()).hexdigest().encode()
 ENQUEUE_SHA = hashlib.sha1(ENQUEUE_ONCE.encode()).hexdigest().encode()

@@ -9,8 +9,8 @@ from shared import maintenance
 from shared.broker import dedup_key
 from shared.jobs import runs
 from tests.support.jobs import ECHO
-from tests.support.wait import wait_for
 from tests.support.queues import queued
+from tests.support.wait import wait_for
 
 
 def _echo(org: uuid.UUID, text: str) -> dict[str, str]:

@@ -18,8 +18,8 @@ from shared.jobs import runs
 from shared.runtime import Runtime
 from tests.support.jobs import ECHO, SLEEP
 from tests.support.procs import Procs
-from tests.support.wait import wait_for
 from tests.support.queues import queued
+from tests.support.wait import wait_for
 
 #: What the issue asks: recovered within 60 s of Redis coming back.
 RECOVERY_BUDGET_S = 60.0

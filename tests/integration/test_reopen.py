@@ -8,8 +8,8 @@ import pytest
 
 from shared.jobs import runs
 from tests.support.jobs import ECHO
-from tests.support.wait import wait_for
 from tests.support.queues import queued
+from tests.support.wait import wait_for
 
 
 def test_a_canceled_job_sent_again_runs_once_and_its_canceled_delivery_does_not(

@@ -30,8 +30,8 @@ from shared.runtime import Runtime
 from tests.support.jobs import ECHO
 from tests.support.procs import Procs, free_port
 from tests.support.proxy import Proxy
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued as waiting
+from tests.support.wait import wait_for, wait_run
 
 HINT = "database not migrated: run `fleet db upgrade`"
 

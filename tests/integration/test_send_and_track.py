@@ -7,8 +7,8 @@ import pytest
 from shared.errors import PayloadError
 from shared.jobs import runs
 from tests.support.jobs import ECHO
-from tests.support.wait import wait_for
 from tests.support.queues import queued
+from tests.support.wait import wait_for
 
 
 def _echo(org: uuid.UUID, text: str, v: int = 2) -> dict[str, object]:

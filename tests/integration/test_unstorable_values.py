@@ -22,8 +22,8 @@ from shared.jobs.message import MessageInfo
 from shared.jobs.run_writer import Finish, RowRefused
 from shared.runtime import Runtime
 from tests.support.jobs import ECHO, message_info, raw_message
-from tests.support.wait import wait_for, wait_run
 from tests.support.queues import queued
+from tests.support.wait import wait_for, wait_run
 
 
 def _keys(runtime: Runtime) -> list[bytes]:
