@@ -132,31 +132,7 @@ def test_a_per_org_limit_holds_under_a_sigkill_storm_and_every_job_completes(
         victim.kill_group(signal.SIGKILL)
         killed[pid] = time.time()
         workers.append(procs.worker(threads=THREADS, env=env, name=f"storm{round_}"))
-    try:
-        runs = [wait_run(s.job_id, "COMPLETED", timeout=30) for s in sent]
-    except AssertionError:
-        c = runtime.broker.client
-        ns = runtime.settings.broker_namespace
-        for k in sorted(c.keys(f"{ns}:*")):
-            t = c.type(k)
-            v = (
-                c.hgetall(k)
-                if t == b"hash" and not k.endswith(b"msgs")
-                else c.zrange(k, 0, -1, withscores=True)
-                if t == b"zset"
-                else c.lrange(k, 0, 5)
-                if t == b"list"
-                else c.smembers(k)
-                if t == b"set"
-                else t
-            )
-            print(k, v)
-        from shared.jobs import runs as r
-
-        for s in sent:
-            v = r.find(s.job_id, org_id=None)
-            print(s.job_id[-20:], v and (v.status, v.attempt, v.executions, v.lease_owner))
-        raise
+    runs = [wait_run(s.job_id, "COMPLETED", timeout=60) for s in sent]
     lines = procs.mark_lines()
     assert _most_at_once(lines, capped, killed) <= 2, "the per-org limit was exceeded"
     assert _most_at_once(lines, free, killed) > 2, "an org with a higher limit runs more at once"
