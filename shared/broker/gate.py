@@ -8,7 +8,8 @@ Redis data lost) finds its run finished when a worker starts it and is acknowled
 
 The script (`lua/enqueue_once.lua`) writes a message as Dramatiq's Redis broker stores it (its
 private key layout: the `<queue>.msgs` hash and the `<queue>` list, the `.DQ` delay queue with an
-`eta` option): it lives here, with the other code that depends on Dramatiq's internals.
+`eta` option), or in its org's lane of its priority (`lanes.py`): it lives here, with the other
+code that depends on Dramatiq's internals.
 """
 
 from __future__ import annotations
