@@ -133,6 +133,15 @@ class Settings(BaseSettings):
         default_factory=default_retries,
         description="Retry policy per queue (JSON: {queue: {max_attempts, min_backoff_ms, max_backoff_ms}})",
     )
+    org_concurrency: dict[str, int] = Field(
+        default_factory=dict,
+        description="Most running jobs of one org per queue, fleet-wide (JSON: {queue: n}; "
+        "`fleet queues limit QUEUE --per-org N` overrides it)",
+    )
+    org_concurrency_overrides: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Per-org exceptions to ORG_CONCURRENCY (JSON: {queue: {org id: n}})",
+    )
     default_time_limit_ms: int = Field(
         default=600_000, description="Time limit of a job without its own"
     )

@@ -33,6 +33,12 @@ def _loc(error: dict[str, Any]) -> str:
     return ".".join(str(part) for part in error.get("loc", ())) or "<payload>"
 
 
+class UnknownPriority(FleetError, ValueError):
+    """A job's priority is one of high, default, low."""
+
+    code = "UNKNOWN_PRIORITY"
+
+
 class BrokerUnavailable(FleetError):
     """The broker (Redis) cannot be reached; nothing was enqueued."""
 

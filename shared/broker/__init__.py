@@ -2,7 +2,8 @@
 
 `redis.py` (the broker: heartbeats, maintenance, wake-ups), `consumer.py` (the consumer:
 fetch with Redis ids, wake-up, back-pressure), `acker.py` (acknowledgements once an outcome is
-durable), `gate.py` (atomic dedup + enqueue), `delivery.py` (the per-delivery state), the Lua
+durable), `gate.py` (atomic dedup + enqueue), `lanes.py` (fair share between orgs, priorities,
+concurrency limits), `delivery.py` (the per-delivery state), the Lua
 scripts in `lua/`, and `version.py`: the Dramatiq minor they were written against, checked at
 import.
 """

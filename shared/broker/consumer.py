@@ -119,7 +119,15 @@ def fetch(broker: Any, queue_name: str, count: int) -> list[tuple[str, bytes | N
         fetch_id = unanswered[queue_name] = str(next(_fetch_ids))
     reply = script(
         keys=[broker.namespace],
-        args=[current_millis(), queue_name, broker.broker_id, count, fetch_id],
+        args=[
+            current_millis(),
+            queue_name,
+            broker.broker_id,
+            count,
+            fetch_id,
+            # The concurrency limits the settings give this queue (`lanes.settings_limits`).
+            getattr(broker, "fair_limits", {}).get(queue_name, ""),
+        ],
     )
     del unanswered[queue_name]
     return [

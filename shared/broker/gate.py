@@ -8,12 +8,12 @@ Redis data lost) finds its run finished when a worker starts it and is acknowled
 
 The script (`lua/enqueue_once.lua`) writes a message as Dramatiq's Redis broker stores it (its
 private key layout: the `<queue>.msgs` hash and the `<queue>` list, the `.DQ` delay queue with an
-`eta` option): it lives here, with the other code that depends on Dramatiq's internals.
+`eta` option), or in its org's lane of its priority (`lanes.py`): it lives here, with the other
+code that depends on Dramatiq's internals.
 """
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
@@ -22,11 +22,11 @@ import redis
 from dramatiq.common import current_millis, dq_name, q_name
 
 from . import codec
+from .lanes import ENQUEUE as SCRIPT
+from .lanes import lane
 
 if TYPE_CHECKING:
     from ..queue_servers import QueueServers
-
-SCRIPT = resources.files(__package__).joinpath("lua/enqueue_once.lua").read_text()
 
 
 def dedup_key(namespace: str, job_id: str) -> str:
@@ -78,6 +78,8 @@ class EnqueueGate:
             self.window_ms,
             options["redis_message_id"],
             codec.encode(message),
+            # Its lane: its priority and org (`lanes.py`); a delay queue ignores them.
+            *lane(message.options),
         )
         client = self.client(queue_name)
         try:

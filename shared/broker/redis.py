@@ -27,6 +27,7 @@ from dramatiq.common import current_millis
 from ..config import Settings
 from ..db.watch import RunStoreWatch
 from ..pauses import PauseWatch
+from . import lanes
 from .acker import Acker
 from .consumer import FleetRedisConsumer, wake_key
 
@@ -55,6 +56,9 @@ class FleetRedisBroker(RedisBroker):
         #: `beat`: the dead workers seen at the last full maintenance, and when it ran.
         self._dead_seen: frozenset[bytes] = frozenset()
         self._maintained_at = -MAINTAIN_EVERY_S
+        #: Queue -> the concurrency limits the settings give it, as `lua/fetch.lua` reads
+        #: them (JSON; `lanes.settings_limits`).
+        self.fair_limits: dict[str, str] = {}
         #: Set by `build_broker` for a worker: raises when a queue is on another Redis server.
         self.server_check: Callable[[str], object] | None = None
         #: The Redis server of `client` (REDIS_URL's, or its queues', shared/queue_servers.py).
@@ -116,6 +120,36 @@ class FleetRedisBroker(RedisBroker):
             if self.maintain(queue) and dead_ids:
                 # Requeued messages came with no wake-up token: wake an idle consumer.
                 self.wake(queue)
+
+    def do_enqueue(self, queue_name: str, redis_id: str, data: bytes) -> None:
+        """Dramatiq's "enqueue" command (a retry or a delayed message coming due, a replay),
+        into the message's lane (its org and priority) instead of the default lane."""
+        lanes.enqueue(self, queue_name, redis_id, data)
+
+    def do_ack(self, queue_name: str, *redis_ids: str) -> Any:
+        lanes.release(self, queue_name, redis_ids)
+        return self._command("ack")(queue_name, *redis_ids)
+
+    def do_nack(self, queue_name: str, *redis_ids: str) -> Any:
+        lanes.release(self, queue_name, redis_ids)
+        return self._command("nack")(queue_name, *redis_ids)
+
+    def do_requeue(self, queue_name: str, *redis_ids: str) -> Any:
+        """Dramatiq's requeue (to the default lane, where the fetch finds each message's org),
+        once the slots the messages held are given back."""
+        lanes.release(self, queue_name, redis_ids)
+        return self._command("requeue")(queue_name, *redis_ids)
+
+    def do_qsize(self, queue_name: str) -> int:
+        """Dramatiq's "qsize", which runs the queue maintenance here (`_should_do_maintenance`):
+        the dead workers' messages are requeued, so their slots are given back first."""
+        if self._should_do_maintenance("qsize"):
+            lanes.release(self, queue_name, None)
+        return int(self._command("qsize")(queue_name))
+
+    def _command(self, name: str) -> Any:
+        """Dramatiq's dispatch of the command `name` (what its `do_<name>` would call)."""
+        return self._dispatch(name)  # type: ignore[no-untyped-call]
 
     def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
         """Dramatiq's enqueue (retries, replays, a delayed message coming due), plus a token on
@@ -179,6 +213,9 @@ def build_broker(
         namespace=settings.broker_namespace,
         heartbeat_timeout=settings.heartbeat_timeout_ms,
         middleware=list(middleware),
+    )
+    broker.fair_limits = lanes.settings_limits(
+        settings.org_concurrency, settings.org_concurrency_overrides
     )
     # At most one durable-lane statement of finished messages waits for its outcome (acker.py).
     broker.acker.backlog_max = settings.tracking_batch_max

@@ -12,8 +12,12 @@ may change without notice:
   unpack size, command arguments); its `ack` command, which `lua/ack_many.lua` re-implements
   for many messages at once (`acker.py`), and its `fetch` command, which `lua/fetch.lua`
   re-implements;
-- `RedisBroker._should_do_maintenance`, `_max_unpack_size` and the `do_<command>` methods of
-  its `__getattr__` (`redis.py`, `consumer.py`);
+- `RedisBroker._should_do_maintenance`, `_max_unpack_size`, `_dispatch(command)` and the
+  `do_<command>` methods of its `__getattr__` (`redis.py`, `consumer.py`); `redis.py` overrides
+  `do_enqueue` (called by `RedisBroker.enqueue` with the queue, the Redis id and the data),
+  `do_ack`, `do_nack`, `do_requeue` and `do_qsize` (the concurrency slots: `lanes.py`), and
+  relies on the dispatch script's maintenance and requeue pushing to `<queue>` (the default
+  lane);
 - `MessageProxy._message` and `_exception`, and proxies taking attributes of their own
   (`delivery.py`);
 - `dramatiq.worker.ConsumerThread` dropping the delayed messages it holds on a connection
@@ -43,6 +47,7 @@ REVIEW = (
     "shared/broker/lua/ack_many.lua (the dispatch script's ack command, for many messages)",
     "shared/broker/redis.py (overrides RedisBroker._should_do_maintenance)",
     "shared/broker/lua/fetch.lua, ack_many.lua and enqueue_once.lua (Dramatiq's Redis layout)",
+    "shared/broker/redis.py (overrides do_enqueue, do_ack, do_nack, do_requeue, do_qsize)",
 )
 
 

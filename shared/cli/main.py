@@ -33,7 +33,7 @@ KERNEL_APPS: dict[str, tuple[str, str]] = {
 }
 
 #: Errors that mean bad input rather than a failure of the system.
-USAGE_CODES = frozenset({"INVALID_PAYLOAD", "UNKNOWN_JOB"})
+USAGE_CODES = frozenset({"INVALID_PAYLOAD", "UNKNOWN_JOB", "INVALID_LIMIT", "UNKNOWN_PRIORITY"})
 #: Modules whose exceptions mean "a backing service is unreachable or refused".
 SERVICE_ERRORS = {
     "psycopg": "postgres",

@@ -56,6 +56,7 @@ def _servers(settings: Settings) -> Any:
 def queues(settings: Settings) -> Section:
     """Each queue read on the Redis that carries it (REDIS_QUEUE_URLS), which it names."""
     from shared.jobs import catalog
+    from shared.limits import queue_limits
     from shared.observability.probes import queue_depths
     from shared.pauses import paused_everywhere
     from shared.queue_servers import label, server_of
@@ -64,6 +65,7 @@ def queues(settings: Settings) -> Section:
     try:
         depth = queue_depths(servers, settings, catalog.QUEUES)
         paused = paused_everywhere(servers, settings.broker_namespace)
+        limits = {q: queue_limits(servers.client(q), settings, q) for q in catalog.QUEUES}
     finally:
         servers.close()
     return {
@@ -71,6 +73,8 @@ def queues(settings: Settings) -> Section:
             **{state: int(depth[(q, state)]) for state in ("ready", "delayed", "dead")},
             "paused": paused[q].as_dict() if q in paused else None,
             "server": label(server_of(settings, q)),
+            # Taken by a worker and not yet acknowledged, fleet-wide, and the limits in force.
+            **{k: v for k, v in limits[q].as_dict().items() if k != "queue"},
         }
         for q in catalog.QUEUES
     }
@@ -225,14 +229,17 @@ def _planned_urls(settings: Settings) -> list[str]:
 def render(report: dict[str, Section]) -> None:
     from rich.table import Table
 
+    from shared.limits import summary as limits_summary
+
     from .output import cell, out
 
     q = report["queues"]
     table = Table(title="queues", header_style="bold")
     # The server column once the queues are on several Redis servers (REDIS_QUEUE_URLS).
     sharded = "error" not in q and len({d.get("server") for d in q.values()}) > 1
-    for name in ("queue", "ready", "delayed", "dead", "state", *(["redis"] if sharded else [])):
-        table.add_column(name, justify="right" if name in ("ready", "delayed", "dead") else "left")
+    numbers = ("ready", "running", "delayed", "dead")
+    for name in ("queue", *numbers, "limits", "state", *(["redis"] if sharded else [])):
+        table.add_column(name, justify="right" if name in numbers else "left")
     if "error" in q:
         out.print(f"[red]queues: {cell(q['error'])}[/red]")
     else:
@@ -245,7 +252,16 @@ def render(report: dict[str, Section]) -> None:
                 else "running"
             )
             server = [cell(d["server"])] if sharded else []
-            table.add_row(queue, str(d["ready"]), str(d["delayed"]), dead, state, *server)
+            table.add_row(
+                queue,
+                str(d["ready"]),
+                str(d.get("running", 0)),
+                str(d["delayed"]),
+                dead,
+                cell(limits_summary(d)),
+                state,
+                *server,
+            )
         out.print(table)
 
     w = report["workers"]

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from .. import periodic
+from .. import limits, periodic
 from ..jobs import catalog
 from ..observability.probes import heartbeats, queue_lengths
 from ..pauses import paused_everywhere, redis_client
@@ -44,8 +44,12 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     REDIS_QUEUE_URLS), running and dead (job_runs), finished in the last minute, paused or not
     (who, why, since when), and which Redis server carries it."""
     ns = runtime.settings.broker_namespace
-    depths = queue_lengths(runtime.queue_servers, ns, catalog.QUEUES)
+    depths = queue_lengths(runtime.queue_servers, ns, catalog.QUEUES)  # every lane of each
     paused = paused_everywhere(runtime.queue_servers, ns)
+    limited = {
+        q: limits.queue_limits(runtime.queue_servers.client(q), runtime.settings, q)
+        for q in catalog.QUEUES
+    }
     scope, params = _org_scope(orgs)
     with runtime.pool.connection() as conn:
         counts = conn.execute(
@@ -73,6 +77,7 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
                 "dead": by.get((q, "DEAD"), 0),
                 "per_minute": per_minute.get(q, 0),
                 "paused": paused[q].as_dict() if q in paused else None,
+                "limits": limits.summary(limited[q].as_dict(), busiest=False) if known else "",
                 "known": known,
                 "server": label(server_of(runtime.settings, q)) if known else None,
             }

@@ -150,6 +150,8 @@ class OutboxEvent(Base):
     error: Mapped[str | None] = mapped_column(Text)
     #: When the job is due (`scheduled_at` / delay); the broker holds it until then.
     deliver_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: Its priority (high, default, low); None: its job's own.
+    priority: Mapped[str | None] = mapped_column(String(8))
 
     __table_args__ = (
         Index(

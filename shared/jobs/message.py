@@ -25,6 +25,7 @@ def build_message(
     entity_id: str | None,
     request_id: str | None,
     attempt: int = 1,
+    priority: str = "default",
 ) -> dramatiq.Message[Any]:
     return dramatiq.Message(
         queue_name=queue,
@@ -39,6 +40,8 @@ def build_message(
             "request_id": request_id,
             "attempt": attempt,
             "sent_at": time.time(),
+            # Its lane with `org_id` (shared/broker/lanes.py); read again by a retry's enqueue.
+            "priority": priority,
         },
     )
 

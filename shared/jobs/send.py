@@ -26,6 +26,7 @@ from ..db import schema
 from ..errors import BrokerUnavailable, TrackingUnavailable
 from .context import request_id_var
 from .message import build_message
+from .priorities import check_priority
 from .run_writer import RunWriter
 
 if TYPE_CHECKING:
@@ -61,8 +62,10 @@ class Sender:
         *,
         request_id: str | None = None,
         delay_ms: int | None = None,
+        priority: str | None = None,
     ) -> SendResult:
-        # PayloadError before Redis or Postgres is touched
+        # PayloadError (or UnknownPriority) before Redis or Postgres is touched
+        priority = check_priority(priority) if priority is not None else spec.priority
         model, wire = spec.contract.build_wire(payload)
         job_id = spec.job_id(model, wire)
         self._check_tracking(job_id)
@@ -79,6 +82,7 @@ class Sender:
             entity_type=spec.entity_type,
             entity_id=entity_id,
             request_id=request_id,
+            priority=priority,
         )
         try:
             holder = self.gate.enqueue_once(message, job_id, delay_ms=delay_ms)

@@ -11,6 +11,7 @@ from ..config import RetryPolicy
 from ..contracts.base import Contract, Payload
 from ..runtime import get_runtime
 from .ids import stable_job_id
+from .priorities import Priority, check_priority
 from .requires import Requires
 
 if TYPE_CHECKING:
@@ -37,6 +38,12 @@ class JobSpec(Generic[P]):
     retry: RetryPolicy | None = None
     #: A row the worker needs and cannot create from the payload: checked at send.
     requires: Requires | None = None
+    #: Its priority in its queue, fleet-wide (high, default, low; a send may name another):
+    #: docs/kernel.md, "Fair share, limits and priorities".
+    priority: Priority = "default"
+
+    def __post_init__(self) -> None:
+        check_priority(self.priority)
 
     @property
     def name(self) -> str:
@@ -77,9 +84,13 @@ class JobSpec(Generic[P]):
         *,
         request_id: str | None = None,
         delay_ms: int | None = None,
+        priority: Priority | None = None,
     ) -> SendResult:
-        """Validate, derive the job id, deduplicate, record QUEUED and enqueue."""
-        return get_runtime().sender.send(self, payload, request_id=request_id, delay_ms=delay_ms)
+        """Validate, derive the job id, deduplicate, record QUEUED and enqueue (with `priority`,
+        or the job's own)."""
+        return get_runtime().sender.send(
+            self, payload, request_id=request_id, delay_ms=delay_ms, priority=priority
+        )
 
     def __hash__(self) -> int:  # a job is its name (usable as a mapping key: `{SPEC: handler}`)
         return hash(self.name)

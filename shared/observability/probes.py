@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 import redis
 
+from ..broker import lanes
 from ..config import Settings
 
 if TYPE_CHECKING:
@@ -36,15 +37,16 @@ def postgres_check(dsn: str) -> Callable[[], None]:
 def queue_lengths(
     servers: QueueServers, namespace: str, queues: Iterable[str]
 ) -> dict[str, tuple[int, int]]:
-    """(ready, delayed) messages of each queue, one pipeline per Redis server that carries some."""
+    """(ready, delayed) messages of each queue, read on each Redis server that carries some;
+    ready counts every lane (shared/broker/lanes.py)."""
     found: dict[str, tuple[int, int]] = {}
     for client, on_server in servers.by_server(queues):
+        waiting = lanes.ready(client, namespace, on_server)
         pipe = client.pipeline(transaction=False)
         for q in on_server:
-            pipe.llen(f"{namespace}:{q}")
             pipe.llen(f"{namespace}:{q}.DQ")
-        values = pipe.execute()
-        found.update({q: (values[2 * i], values[2 * i + 1]) for i, q in enumerate(on_server)})
+        delayed = pipe.execute()
+        found.update({q: (waiting[q], delayed[i]) for i, q in enumerate(on_server)})
     return found
 
 
@@ -98,10 +100,8 @@ def queue_backlog(client: redis.Redis, namespace: str, queue: str) -> dict[str, 
     has paused it (its list keeps growing, but more workers would take nothing from it)."""
     from ..pauses import paused_key
 
-    pipe = client.pipeline(transaction=False)
-    pipe.llen(f"{namespace}:{queue}")
-    pipe.hexists(paused_key(namespace), queue)
-    ready, paused = pipe.execute()
+    ready = lanes.ready(client, namespace, [queue])[queue]  # every lane of it
+    paused = client.hexists(paused_key(namespace), queue)
     return {
         "queue": queue,
         "ready": int(ready),

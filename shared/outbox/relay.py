@@ -45,7 +45,7 @@ class RelayStats:
         return self.published + self.duplicates + self.retried + self.failed
 
 
-COLUMNS = "id, job_id, job_name, payload, request_id, attempts, deliver_at"
+COLUMNS = "id, job_id, job_name, payload, request_id, attempts, deliver_at, priority"
 CLAIM = f"""
 SELECT {COLUMNS}
   FROM outbox_events
@@ -102,7 +102,7 @@ def relay_once(
             rows = conn.execute(CLAIM, (now, settings.outbox_batch)).fetchall()
         else:
             rows = conn.execute(CLAIM_THESE, (list(event_ids),)).fetchall()
-        for event_id, job_id, job_name, payload, request_id, attempts, due in rows:
+        for event_id, job_id, job_name, payload, request_id, attempts, due, priority in rows:
             conn.execute(
                 "UPDATE outbox_events SET locked_by = %s, locked_at = %s WHERE id = %s",
                 (relay, now, event_id),
@@ -116,6 +116,7 @@ def relay_once(
                     payload,
                     request_id=request_id,
                     delay_ms=delay_ms if delay_ms is not None and delay_ms > 0 else None,
+                    priority=priority,
                 )
             except FleetError as exc:
                 attempts += 1

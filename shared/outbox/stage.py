@@ -34,6 +34,7 @@ from sqlalchemy import text
 from ..contracts.base import Payload
 from ..db.models import OutboxEvent
 from ..jobs.context import request_id_var
+from ..jobs.priorities import Priority, check_priority
 from ..jobs.spec import JobSpec
 from ..runtime import get_runtime, installed_runtime
 
@@ -79,12 +80,16 @@ def enqueue(
     scheduled_at: datetime | None = None,
     delay_ms: int | None = None,
     at_commit: bool = False,
+    priority: Priority | None = None,
 ) -> OutboxEvent:
     """Validate now (a `PayloadError` raises in the caller's request), then stage the job's
     event and run in `session`'s transaction. `scheduled_at` / `delay_ms`: not before then.
     `at_commit`: also publish it from this process right after the commit; then Redis must
-    answer now (`BrokerUnavailable` before anything is written, as a direct send)."""
+    answer now (`BrokerUnavailable` before anything is written, as a direct send). `priority`:
+    the job's priority in its queue (default: the job's own; `UnknownPriority` otherwise)."""
     spec = job if isinstance(job, JobSpec) else job.spec  # a `BoundJob` carries its declaration
+    if priority is not None:
+        check_priority(priority)
     model, wire = spec.contract.build_wire(payload)
     due = deliver_at(scheduled_at, delay_ms)
     event = OutboxEvent(
@@ -98,6 +103,7 @@ def enqueue(
         status="PENDING",
         attempts=0,
         deliver_at=due,
+        priority=priority,
     )
     runtime = installed_runtime()
     if runtime is not None and runtime.captures_sends:  # the test kit records it at the commit
@@ -189,6 +195,7 @@ def stage(
     request_id: str | None = None,
     scheduled_at: datetime | None = None,
     delay_ms: int | None = None,
+    priority: Priority | None = None,
 ) -> str:
     """The domain clients' staging: `via="outbox"` leaves the publication to the relay (within
     a second of the commit); `via="send"` also publishes from this process right after the
@@ -203,4 +210,5 @@ def stage(
         scheduled_at=scheduled_at,
         delay_ms=delay_ms,
         at_commit=via == "send",
+        priority=priority,
     ).job_id

@@ -22,6 +22,7 @@ from ..contracts.base import Payload
 from ..errors import FleetError
 from ..jobs.context import JobContext, current_job, request_id_var, set_current_job
 from ..jobs.handler import BOUND
+from ..jobs.priorities import check_priority
 from ..jobs.send import SendResult
 from ..jobs.spec import JobSpec
 from ..runtime import Runtime, set_runtime
@@ -50,6 +51,8 @@ class SentJob:
     request_id: str | None
     delay_ms: int | None
     via: str  # "send" or "outbox"
+    #: Its priority in its queue (the send's, else the job's own).
+    priority: str = "default"
     #: PENDING until `drain` runs it, then COMPLETED or DEAD.
     status: str = "PENDING"
     result: Any = None
@@ -90,8 +93,12 @@ class CapturingSender:
         *,
         request_id: str | None = None,
         delay_ms: int | None = None,
+        priority: str | None = None,
     ) -> SendResult:
+        # UnknownPriority as in production, before anything is recorded
+        chosen = check_priority(priority) if priority is not None else spec.priority
         job = self.record(spec, payload, request_id=request_id, delay_ms=delay_ms, via="send")
+        job.priority = chosen
         return SendResult(
             job.job_id, str(uuid.uuid4()), duplicate=job.status == "DUPLICATE", status="QUEUED"
         )
@@ -144,7 +151,7 @@ class CapturingSender:
         job_id = spec.job_id(model)
         wired = spec.contract.parse(model.wire())  # what the worker's actor will parse
         request_id = request_id or request_id_var.get()
-        return SentJob(spec, wired, job_id, request_id, delay_ms, via)
+        return SentJob(spec, wired, job_id, request_id, delay_ms, via, spec.priority)
 
     def _append(self, job: SentJob) -> SentJob:
         if any(other.job_id == job.job_id and other.status != "DEAD" for other in self.sent):

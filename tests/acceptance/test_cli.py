@@ -21,6 +21,7 @@ from shared.cli import schemas
 from shared.jobs import catalog, runs
 from tests.support.env import test_env as session_env
 from tests.support.jobs import ECHO
+from tests.support.queues import queued_ids
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -124,7 +125,7 @@ def insert_dead(
 def queued_messages(runtime: Any, queue: str) -> list[dict[str, Any]]:
     client = runtime.broker.client
     ns = runtime.settings.broker_namespace
-    ids = [i.decode() for i in client.lrange(f"{ns}:{queue}", 0, -1)]
+    ids = queued_ids(client, ns, queue)
     return [json.loads(client.hget(f"{ns}:{queue}.msgs", i)) for i in ids]
 
 

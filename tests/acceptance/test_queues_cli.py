@@ -85,3 +85,31 @@ def scrape(settings: Settings, runtime: Any) -> str:
             return str(answer.read().decode())
     finally:
         server.stop()
+
+
+def test_an_operator_limits_a_queue_fleet_wide_audited_and_every_view_shows_it(
+    runtime: Any,
+) -> None:
+    said = ok("queues", "limit", "export", "4", "--reason", "db load", "--by", "ops@example.com")
+    assert "export, the queue: at most 4 running (was no limit)" in said.stdout + said.stderr
+    org = "6f1c2a3e-8d4b-4c6f-9a1e-2b3c4d5e6f70"
+    ok("queues", "limit", "export", "1", "--org", org, "--by", "ops@example.com")
+    status = as_json("queues", "status")
+    export = next(q for q in status["queues"] if q["queue"] == "export")
+    assert (export["limits"]["limit"], export["limits"]["orgs"]) == (4, {org: 1})
+    fleet_status = json.loads(fleet("status", "--json").stdout)
+    assert fleet_status["queues"]["export"]["limit"] == 4
+    assert "queue 4" in fleet("queues", "status").stdout
+
+    lifted = as_json("queues", "limit", "export", "none", "--by", "ops@example.com")
+    assert (lifted["before"], lifted["limit"]) == (4, None)
+    audit = as_json("queues", "status")["audit"]
+    assert [(a["action"], a["target"], a["reason"]) for a in audit] == [
+        ("limit", "export", "queue: 4 -> none"),
+        ("limit", "export", f"org {org}: none -> 1"),
+        ("limit", "export", "queue: none -> 4; db load"),
+    ]
+    # Bad input: one clear line, nothing changed.
+    assert "at least 1" in fails(2, "queues", "limit", "export", "0")
+    assert "whole number" in fails(2, "queues", "limit", "export", "many")
+    assert "unknown queue 'exports'" in fails(1, "queues", "limit", "exports", "3")

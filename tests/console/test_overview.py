@@ -64,3 +64,16 @@ def test_the_dlq_alert_fires_past_the_maintenance_threshold(runtime: Runtime, db
     rows = fleet.queues(runtime)
     assert fleet.dlq_alert(rows, threshold)["over"] == ["doc"]
     assert fleet.dlq_alert(rows, threshold)["firing"] is True
+
+
+def test_the_overview_shows_each_queues_concurrency_limits(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    from shared import limits
+
+    limits.set_limit(runtime, "export", 4, by="ops", reason="")
+    limits.set_limit(runtime, "export", 2, per_org=True, by="ops", reason="")
+    o = fleet.overview(runtime, state_file=tmp_path / "none.json")
+    queues = {q["queue"]: q for q in o["queues"]}
+    assert queues["export"]["limits"] == "queue 4, per org 2"
+    assert queues["email"]["limits"] == ""

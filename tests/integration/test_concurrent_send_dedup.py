@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.procs import ROOT, Procs
+from tests.support.queues import queued
 from tests.support.wait import wait_for, wait_run
 
 PROCESSES, THREADS, SENDS = 2, 4, 125  # 2 x 4 threads x 125 = 1,000 sends
@@ -64,7 +65,7 @@ def test_a_thousand_concurrent_sends_of_one_job_id_enqueue_one_message_that_runs
     rows = db.execute("SELECT status, message_id FROM job_runs").fetchall()
     assert rows == [("QUEUED", next(iter(message_ids)))]
     ns = runtime.settings.broker_namespace
-    assert runtime.broker.client.llen(f"{ns}:testq") == 1
+    assert queued(runtime.broker.client, ns, "testq") == 1
     assert runtime.broker.client.hlen(f"{ns}:testq.msgs") == 1
 
     request.getfixturevalue("fleet")  # now a worker consumes testq

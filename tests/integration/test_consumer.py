@@ -12,6 +12,7 @@ from structlog.testing import capture_logs
 from shared.broker import build_broker, delivery_of
 from tests.support.consumer import fetch_one, unacked
 from tests.support.jobs import ECHO, raw_message
+from tests.support.queues import queued
 
 
 class _Durable:
@@ -58,7 +59,7 @@ def test_an_outcome_that_cannot_be_made_durable_puts_the_message_back_on_its_que
     consumer.ack(message)
     assert broker.acker.drain(5)
     assert unacked(broker, "testq") == 0
-    assert broker.client.llen(f"{broker.namespace}:testq") == 1
+    assert queued(broker.client, broker.namespace, "testq") == 1
     assert fetch_one(consumer).message_id == message.message_id
 
 
@@ -103,7 +104,7 @@ def test_a_full_ack_backlog_stops_fetching_until_the_run_store_catches_up(
     paused = [entry for entry in logs if entry["event"] == "consumer.fetch_paused"]
     assert len(paused) == 1 and paused[0]["backlog"] == 1  # said once, not per poll
     assert unacked(broker, "testq") == 1  # the second message was not fetched
-    assert broker.client.llen(f"{broker.namespace}:testq") == 1
+    assert queued(broker.client, broker.namespace, "testq") == 1
 
     durable.released.set()
     second = fetch_one(consumer)
@@ -126,7 +127,7 @@ def test_a_process_holds_at_most_one_durable_batch_of_finished_messages(runtime,
         consumer.ack(message)
 
     assert next(consumer) is None  # a full batch waits for its outcomes
-    assert broker.client.llen(f"{broker.namespace}:testq") == 1  # the fourth stays queued
+    assert queued(broker.client, broker.namespace, "testq") == 1  # the fourth stays queued
 
     durable.released.set()
     assert fetch_one(consumer).args == ({"n": 3},)
@@ -142,12 +143,12 @@ def test_closing_hands_back_prefetched_messages_at_once(runtime, settings) -> No
     consumer = broker.consume("testq", prefetch=3, timeout=50)
     started = fetch_one(consumer)  # the other two wait in the consumer's prefetch cache
     assert unacked(broker, "testq") == 3
-    assert broker.client.llen(f"{broker.namespace}:testq") == 0
+    assert queued(broker.client, broker.namespace, "testq") == 0
 
     consumer.close()
 
     assert unacked(broker, "testq") == 1  # only the one a worker thread holds
-    assert broker.client.llen(f"{broker.namespace}:testq") == 2
+    assert queued(broker.client, broker.namespace, "testq") == 2
     other = broker.consume("testq", prefetch=3, timeout=50)
     returned = {fetch_one(other).args[0]["n"] for _ in range(2)}
     assert returned == {0, 1, 2} - {started.args[0]["n"]}

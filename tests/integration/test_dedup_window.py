@@ -13,6 +13,7 @@ from shared.broker import dedup_key
 from shared.jobs import runs
 from shared.runtime import Runtime, set_runtime
 from tests.support.jobs import ECHO
+from tests.support.queues import queued
 from tests.support.wait import wait_for, wait_run
 
 
@@ -36,7 +37,7 @@ def test_a_job_id_sent_again_after_the_window_runs_once(
         assert again.job_id == first.job_id and not again.duplicate
         ns = settings.broker_namespace
         wait_for(
-            lambda: client.llen(f"{ns}:testq") == 0 and client.hlen(f"{ns}:testq.msgs") == 0,
+            lambda: queued(client, ns, "testq") == 0 and client.hlen(f"{ns}:testq.msgs") == 0,
             what="the second message acknowledged",
         )
         assert short.settle(5)

@@ -10,6 +10,7 @@ import pytest
 from shared import dlq
 from shared.errors import RunNotFound
 from shared.jobs import runs
+from tests.support.queues import queued
 from tests.support.wait import wait_for, wait_run
 
 
@@ -71,7 +72,7 @@ def test_a_replay_is_scoped_by_org_and_a_run_of_another_org_is_no_run(runtime, d
         dlq.replay(job_id, org_id=org_b, by="ops")
     assert dlq.replay_all(queue="testq", org_id=org_b, by="ops") == []
     assert runs.find(job_id, org_id=org_a).status == "DEAD"  # type: ignore[union-attr]
-    assert runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq") == 0
+    assert queued(runtime.broker.client, runtime.settings.broker_namespace, "testq") == 0
 
     done = dlq.replay(job_id, org_id=org_a, by="ops")
     assert done.job_id == job_id

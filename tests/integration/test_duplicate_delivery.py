@@ -10,6 +10,7 @@ import pytest
 
 from shared.jobs import runs
 from tests.support.jobs import ECHO
+from tests.support.queues import queued
 from tests.support.wait import wait_for, wait_run
 
 
@@ -31,7 +32,7 @@ def test_a_completed_job_delivered_again_is_acknowledged_without_running(
     # Redelivery (a requeue after a crash, a duplicate publish): the very same message again.
     fleet.broker.enqueue(dramatiq.Message.decode(raw))
     wait_for(
-        lambda: client.hlen(f"{ns}:testq.msgs") == 0 and client.llen(f"{ns}:testq") == 0,
+        lambda: client.hlen(f"{ns}:testq.msgs") == 0 and queued(client, ns, "testq") == 0,
         what="redelivery acked",
     )
     assert client.zcard(f"{ns}:testq.XQ") == 0  # acknowledged, not dead-lettered

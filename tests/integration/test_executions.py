@@ -16,6 +16,7 @@ from shared.jobs import runs
 from shared.jobs.message import build_message
 from tests.support.jobs import CRASH, SLEEP
 from tests.support.procs import Procs
+from tests.support.queues import queued
 from tests.support.wait import wait_for, wait_run
 
 
@@ -218,7 +219,7 @@ def test_runs_a_shutdown_interrupts_are_handed_back_at_once_not_an_attempt(
     assert said and said[0]["runs"] == 8, first.log()[-3000:]
     # Back on the queue and QUEUED at once, nothing left in the stopped worker's unacked set.
     ns, client = runtime.broker.namespace, runtime.broker.client
-    assert client.llen(f"{ns}:testq") == 8
+    assert queued(client, ns, "testq") == 8
     assert sum(client.scard(k) for k in client.scan_iter(f"{ns}:__acks__.*.testq")) == 0
     assert {runs.find(s.job_id, org_id=org).status for s in sent} == {"QUEUED"}
 

@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 import redis
 
+from shared import limits
+from shared.broker.consumer import fetch
 from shared.cli import status
 from shared.config import Settings
 from shared.contracts import SYSTEM_ORG
@@ -49,12 +51,27 @@ def test_report_shows_ready_and_dead_jobs_fresh_heartbeats_and_the_outbox_backlo
         "dead": 0,
         "paused": None,
         "server": home_server(settings),
+        "running": 0,
+        "limit": None,
+        "per_org": None,
+        "orgs": {},
+        "running_by_org": {},
     }
     assert report["queues"]["doc"]["dead"] == 1
     assert report["workers"]["heartbeats"] == {"alive": 1, "stale": 1, "dead_consumers": {}}
     assert report["workers"]["processes"] == []  # no `make run` state here
     assert report["outbox"]["pending"] == 1 and report["outbox"]["oldest_pending_s"] >= 29
     assert report["indexer"]["cursor"] is None
+    # Concurrency limits (issue 37): the operator's and the settings', and who runs what.
+    limits.set_limit(runtime, "export", 4, by="ops", reason="db load")
+    fetch(runtime.broker, "email", 5)  # a worker takes the email job: it runs, for the fleet
+    limited = status.collect(
+        settings.model_copy(update={"org_concurrency": {"export": 2}}),
+        tmp_path / "run" / "fleet.json",
+    )
+    assert (limited["queues"]["export"]["limit"], limited["queues"]["export"]["per_org"]) == (4, 2)
+    assert limited["queues"]["email"]["running"] == 1
+    assert limited["queues"]["email"]["running_by_org"] == {str(SYSTEM_ORG): 1}
 
 
 def home_server(settings: Settings) -> str:

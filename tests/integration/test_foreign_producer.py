@@ -15,6 +15,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from shared.broker import codec
+from shared.broker.consumer import fetch
 from shared.config import Settings
 from shared.jobs import catalog
 from tests.support.jobs import ECHO
@@ -26,7 +28,7 @@ DOC = ROOT / "docs" / "wire-protocol.md"
 SCRIPT = ROOT / "shared" / "broker" / "lua" / "enqueue_once.lua"
 
 
-def _node_send(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:
+def _node_send(settings: Settings, payload: dict[str, Any], *extra: str) -> dict[str, Any]:
     url = urlparse(settings.redis_url)
     assert url.path in ("", "/", "/0"), "the Node producer talks to database 0"
     node = shutil.which("node")
@@ -37,11 +39,24 @@ def _node_send(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]:
         "--namespace", settings.broker_namespace,
         "--window-ms", str(settings.dedup_window_ms),
         "--queue", "testq", "--job", "test:echo", "--entity-type", "echo",
-        "--payload", json.dumps(payload),
+        "--payload", json.dumps(payload), *extra,
     ]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)
     result: dict[str, Any] = json.loads(done.stdout)
     return result
+
+
+def test_a_foreign_producer_names_a_lane_with_the_two_optional_arguments(runtime, settings) -> None:
+    """docs/wire-protocol.md §3: with a priority and its org, the message waits in that org's
+    lane of that priority, and the fetch honours it; without them, in the queue's own list."""
+    org = uuid.uuid4()
+    ns = settings.broker_namespace
+    _node_send(settings, _echo(org, "plain from node"))
+    high = _node_send(settings, _echo(org, "high from node"), "--priority", "high")
+    client = runtime.broker.client
+    assert client.llen(f"{ns}:testq.lane.h/{org}") == 1 and client.llen(f"{ns}:testq") == 1
+    ((_, data),) = fetch(runtime.broker, "testq", 1)
+    assert codec.decode(data or b"").options["job_id"] == high["job_id"]
 
 
 def _echo(org: uuid.UUID, text: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import pytest
 from shared.jobs import runs
 from tests.support.jobs import ECHO, SLEEP
 from tests.support.procs import Procs
+from tests.support.queues import queued as waiting
 from tests.support.wait import wait_for, wait_run
 
 GRACE_MS = 10_000
@@ -45,7 +46,7 @@ def test_sigterm_finishes_the_running_job_and_hands_back_the_queued_ones(
     assert procs.mark_lines() == [f"start {slow.job_id} ", f"end {slow.job_id} "]
     # Handed back at once: in the queue again, not stranded in the stopped worker's ack set.
     ns = runtime.settings.broker_namespace
-    assert runtime.broker.client.llen(f"{ns}:testq") == len(queued)
+    assert waiting(runtime.broker.client, ns, "testq") == len(queued)
     for sent in queued:
         run = runs.find(sent.job_id, org_id=org)
         assert run is not None and run.status == "QUEUED" and run.attempt == 0

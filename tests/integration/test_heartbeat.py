@@ -13,6 +13,7 @@ from dramatiq.common import current_millis
 
 from shared.broker import FleetRedisBroker, build_broker
 from tests.support.jobs import raw_message
+from tests.support.queues import queued
 
 SILENT_S = 10.0  # longer than the 5 s heartbeat timeout
 
@@ -33,7 +34,7 @@ def _unacked(broker: FleetRedisBroker) -> int:
 
 
 def _queued(broker: FleetRedisBroker) -> int:
-    return int(broker.client.llen(f"{broker.namespace}:testq"))
+    return int(queued(broker.client, broker.namespace, "testq"))
 
 
 def _silence(broker: FleetRedisBroker, seconds: float) -> None:

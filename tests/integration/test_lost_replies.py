@@ -32,6 +32,7 @@ from tests.support.consumer import fetch_one, unacked
 from tests.support.jobs import ECHO, message_info, raw_message
 from tests.support.procs import Procs, free_port
 from tests.support.proxy import Proxy
+from tests.support.queues import queued
 from tests.support.wait import wait_for, wait_run
 
 FETCH_SHA = hashlib.sha1(FETCH.encode()).hexdigest().encode()
@@ -69,7 +70,7 @@ def test_a_fetch_whose_reply_was_lost_takes_the_same_messages_when_it_is_sent_ag
     assert lost.is_set()  # the fetch ran, its reply was lost, redis-py sent it again
     assert sorted(m.args[0]["n"] for m in fetched) == [0, 1, 2]
     assert unacked(broker, "testq") == 3
-    assert broker.client.llen(f"{broker.namespace}:testq") == 0
+    assert queued(broker.client, broker.namespace, "testq") == 0
 
 
 def test_a_fetch_that_failed_for_good_gets_its_messages_back_at_the_next_consumer(

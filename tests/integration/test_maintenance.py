@@ -9,6 +9,7 @@ from shared import maintenance
 from shared.broker import dedup_key
 from shared.jobs import runs
 from tests.support.jobs import ECHO
+from tests.support.queues import queued
 from tests.support.wait import wait_for
 
 
@@ -89,7 +90,7 @@ def test_a_queued_run_whose_message_is_still_in_redis_is_left_alone(runtime, db)
     now = datetime.now(UTC)
     _age(db, sent.job_id, queued_at=now - timedelta(hours=1))
     assert maintenance.recover_lost(runtime, now=now) == []
-    assert runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq") == 1
+    assert queued(runtime.broker.client, runtime.settings.broker_namespace, "testq") == 1
 
 
 def test_a_run_stuck_past_its_time_limit_is_flagged_and_redelivered(runtime, fleet, db) -> None:

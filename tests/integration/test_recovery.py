@@ -18,6 +18,7 @@ from shared.jobs import runs
 from shared.runtime import Runtime
 from tests.support.jobs import ECHO, SLEEP
 from tests.support.procs import Procs
+from tests.support.queues import queued
 from tests.support.wait import wait_for
 
 #: What the issue asks: recovered within 60 s of Redis coming back.
@@ -60,7 +61,7 @@ def test_a_maintenance_pass_after_redis_lost_its_data_enqueues_one_message_per_r
 
     ns = runtime.settings.broker_namespace
     client = runtime.broker.client
-    assert client.llen(f"{ns}:testq") == 5, "one message per run"
+    assert queued(client, ns, "testq") == 5, "one message per run"
     assert client.hlen(f"{ns}:testq.msgs") == 5
     for job_id in running:
         run = runs.find(job_id, org_id=org)

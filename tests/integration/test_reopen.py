@@ -8,6 +8,7 @@ import pytest
 
 from shared.jobs import runs
 from tests.support.jobs import ECHO
+from tests.support.queues import queued
 from tests.support.wait import wait_for
 
 
@@ -45,7 +46,8 @@ def test_a_job_canceled_while_queued_stays_canceled_when_its_message_arrives(
     fleet.worker.resume()
     ns = runtime.settings.broker_namespace
     wait_for(
-        lambda: runtime.broker.client.llen(f"{ns}:testq") == 0, what="the canceled message consumed"
+        lambda: queued(runtime.broker.client, ns, "testq") == 0,
+        what="the canceled message consumed",
     )
     fleet.worker.pause()  # let the skip be recorded (or not) before looking
     assert runs.find(sent.job_id, org_id=org).status == "CANCELED"

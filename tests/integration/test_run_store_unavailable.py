@@ -30,6 +30,7 @@ from shared.runtime import Runtime
 from tests.support.jobs import ECHO
 from tests.support.procs import Procs, free_port
 from tests.support.proxy import Proxy
+from tests.support.queues import queued as waiting
 from tests.support.wait import wait_for, wait_run
 
 HINT = "database not migrated: run `fleet db upgrade`"
@@ -126,7 +127,7 @@ def test_a_worker_on_an_unmigrated_database_is_not_ready_says_so_once_and_starts
     sent = ECHO.send(_echo())  # recorded in the session's database, consumed by the worker
     time.sleep(2.5)
     ns = runtime.settings.broker_namespace
-    assert runtime.broker.client.llen(f"{ns}:testq") == 1, "fetched with no run store to record"
+    assert waiting(runtime.broker.client, ns, "testq") == 1, "fetched with no run store to record"
     said = [e for e in worker.events("worker.database_not_migrated") if HINT in e.get("error", "")]
     assert len(said) == 1, worker.log()[-3000:]
     assert worker.events("run.start_not_recorded") == []
@@ -194,10 +195,10 @@ def test_a_missing_table_in_a_migrated_database_still_fails_the_sends_loudly(
     try:
         producer.sender.send(ECHO, _echo())  # enqueued; its QUEUED row then fails
         wait_for(lambda: not producer.writer.healthy, what="the writer failing")
-        queued = runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq")
+        queued = waiting(runtime.broker.client, runtime.settings.broker_namespace, "testq")
         with pytest.raises(TrackingUnavailable, match="job_runs"):
             producer.sender.send(ECHO, _echo())
-        assert runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq") == queued
+        assert waiting(runtime.broker.client, runtime.settings.broker_namespace, "testq") == queued
     finally:
         producer.writer.close(1)  # its QUEUED row can never be written: don't wait for it
         producer.pool.close()

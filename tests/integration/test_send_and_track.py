@@ -7,6 +7,7 @@ import pytest
 from shared.errors import PayloadError
 from shared.jobs import runs
 from tests.support.jobs import ECHO
+from tests.support.queues import queued
 from tests.support.wait import wait_for
 
 
@@ -38,7 +39,7 @@ def test_duplicate_send_enqueues_nothing(runtime) -> None:
         second.duplicate and second.job_id == first.job_id and second.message_id == first.message_id
     )
     ns = runtime.settings.broker_namespace
-    assert runtime.broker.client.llen(f"{ns}:testq") == 1
+    assert queued(runtime.broker.client, ns, "testq") == 1
 
 
 def test_a_send_after_redis_forgot_its_scripts_enqueues_once(runtime) -> None:
@@ -51,7 +52,7 @@ def test_a_send_after_redis_forgot_its_scripts_enqueues_once(runtime) -> None:
     second = ECHO.send(_echo(org, "after a restart"))
     assert not first.duplicate and second.duplicate
     ns = runtime.settings.broker_namespace
-    assert runtime.broker.client.llen(f"{ns}:testq") == 2
+    assert queued(runtime.broker.client, ns, "testq") == 2
 
 
 def test_invalid_payload_raises_with_field_paths_before_redis(runtime) -> None:
@@ -62,7 +63,7 @@ def test_invalid_payload_raises_with_field_paths_before_redis(runtime) -> None:
         )
     locs = {".".join(map(str, e["loc"])) for e in err.value.errors}
     assert {"entity_id", "extra"} <= locs
-    assert runtime.broker.client.llen(f"{runtime.settings.broker_namespace}:testq") == 0
+    assert queued(runtime.broker.client, runtime.settings.broker_namespace, "testq") == 0
 
 
 def test_old_version_is_upgraded_before_the_handler_sees_it(fleet) -> None:

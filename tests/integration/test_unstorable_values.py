@@ -22,6 +22,7 @@ from shared.jobs.message import MessageInfo
 from shared.jobs.run_writer import Finish, RowRefused
 from shared.runtime import Runtime
 from tests.support.jobs import ECHO, message_info, raw_message
+from tests.support.queues import queued
 from tests.support.wait import wait_for, wait_run
 
 
@@ -172,7 +173,7 @@ def test_a_message_whose_run_row_is_refused_is_dead_lettered_not_retried_forever
     ns = fleet.settings.broker_namespace
     client = fleet.broker.client
     wait_for(lambda: client.zcard(f"{ns}:testq.XQ") == 1, what="the message dead-lettered")
-    assert client.llen(f"{ns}:testq.DQ") == 0 and client.llen(f"{ns}:testq") == 0
+    assert client.llen(f"{ns}:testq.DQ") == 0 and queued(client, ns, "testq") == 0
 
     sent = fleet.jobs["echo"].send(
         {"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": "after"}

@@ -57,6 +57,18 @@ class SleepV1(Payload):
 
 SLEEP = JobSpec(Contract[SleepV1]("test:sleep", (SleepV1,)), queue="testq", entity_type="sleep")
 
+
+class HoldV1(Payload):
+    v: Literal[1] = 1
+    entity_id: UUID
+    seconds: float
+    tag: str = ""
+
+
+#: Marks `hold <start|end> <job id> <pid> <time.time()> <tag>`: which process ran it, when
+#: (how many ran at once, including those of a process killed mid-run).
+HOLD = JobSpec(Contract[HoldV1]("test:hold", (HoldV1,)), queue="testq", entity_type="hold")
+
 #: Every execution appends a line here when set (lets tests count executions across processes).
 MARKS = os.environ.get("JOBFLEET_TEST_MARKS")
 
@@ -92,7 +104,13 @@ def bind(broker: dramatiq.Broker) -> dict[str, BoundJob[Any]]:
         mark(f"end {job.job_id} {payload.marker}")
         return {"slept": payload.seconds}
 
-    return {"echo": echo, "sleep": sleep}
+    @handler(HOLD, broker=broker)
+    def hold(payload: HoldV1, job: JobContext) -> None:
+        mark(f"hold start {job.job_id} {os.getpid()} {time.time():.4f} {payload.tag}")
+        time.sleep(payload.seconds)
+        mark(f"hold end {job.job_id} {os.getpid()} {time.time():.4f} {payload.tag}")
+
+    return {"echo": echo, "sleep": sleep, "hold": hold}
 
 
 #: An echo on a second test queue: the queue a test puts on a Redis server of its own

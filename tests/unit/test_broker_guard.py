@@ -133,6 +133,15 @@ def test_the_private_broker_methods_the_fleet_broker_uses_are_unchanged() -> Non
         "*args",
     ]
     assert ",\n".join(arguments) in ",\n".join(line.strip(" ,") for line in dispatch.splitlines())
+    # `redis.py` overrides `do_enqueue` (into the message's lane: `lanes.py`) and calls
+    # `_dispatch(command)` for the commands it overrides (`do_ack`, `do_nack`, `do_requeue`,
+    # `do_qsize`): Dramatiq's enqueue must still end in that call.
+    assert list(inspect.signature(cls._dispatch).parameters) == ["self", "command"]
+    enqueue = inspect.getsource(cls.enqueue)
+    assert (
+        'self.do_enqueue(queue_name, message.options["redis_message_id"], message.encode())'
+        in enqueue
+    )
 
 
 def test_the_dispatch_script_keeps_its_arguments_commands_and_key_layout() -> None:

@@ -5,5 +5,5 @@ export { BrokerUnavailable, FleetError, InvalidPayload, type PayloadIssue, Schem
 export { CONTRACTS, type IdRule } from "./generated/contracts";
 export { chainJobId, jobId, jobIdOf } from "./jobid";
 export { type Job, type JobName, job, jobs, type PayloadOf, validate } from "./jobs";
-export { DEFAULT_DEDUP_WINDOW_MS, type RedisLike, send, type SendOptions, type SendResult } from "./send";
+export { DEFAULT_DEDUP_WINDOW_MS, PRIORITIES, type Priority, type RedisLike, send, type SendOptions, type SendResult } from "./send";
 export { type SqlLike, stage, type StageOptions, type Staged } from "./stage";

@@ -21,7 +21,13 @@ export interface SendOptions {
   namespace?: string;
   /** The fleet's dedup window in ms (its DEDUP_WINDOW_S; default 1 day). */
   dedupWindowMs?: number;
+  /** Its priority in its queue, fleet-wide (§3: the lanes); default `default`. */
+  priority?: Priority;
 }
+
+/** The closed set of priorities (docs/kernel.md, "Fair share, limits and priorities"). */
+export type Priority = "high" | "default" | "low";
+export const PRIORITIES: readonly Priority[] = ["high", "default", "low"];
 
 export interface SendResult {
   jobId: string;
@@ -37,7 +43,7 @@ export function message(
   spec: Job,
   payload: Record<string, unknown>,
   jobId: string,
-  options: { delayMs?: number; requestId?: string | null; now?: number } = {},
+  options: { delayMs?: number; requestId?: string | null; now?: number; priority?: Priority } = {},
 ): { queue: string; messageId: string; redisMessageId: string; data: string } {
   const now = options.now ?? Date.now();
   const delayed = options.delayMs !== undefined && options.delayMs > 0;
@@ -59,6 +65,7 @@ export function message(
       attempt: 1,
       sent_at: now / 1000,
       redis_message_id: redisMessageId,
+      priority: options.priority ?? "default",
       ...(delayed ? { eta: now + Math.trunc(options.delayMs!) } : {}),
     },
     message_id: messageId,
@@ -81,6 +88,9 @@ export async function send(
   options: SendOptions = {},
 ): Promise<SendResult> {
   if (options.delayMs !== undefined && !(options.delayMs >= 0)) throw new RangeError("delayMs must not be negative");
+  if (options.priority !== undefined && !PRIORITIES.includes(options.priority)) {
+    throw new RangeError(`priority must be one of ${PRIORITIES.join(", ")}`);
+  }
   const { spec, valid, jobId } = prepared(job, payload);
   const ns = options.namespace ?? "dramatiq";
   const msg = message(spec, valid, jobId, options);
@@ -100,6 +110,9 @@ export async function send(
       String(options.dedupWindowMs ?? DEFAULT_DEDUP_WINDOW_MS),
       msg.redisMessageId,
       msg.data,
+      // Its lane: its priority and org (a delayed message's is taken when it comes due).
+      options.priority ?? "default",
+      String(valid.org_id),
     );
   } catch (err) {
     throw new BrokerUnavailable(jobId, err);

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from shared.contracts.base import SYSTEM_ORG
 from shared.jobs import catalog
+from tests.support.queues import queued
 from tests.workers.email.helpers import row, schedule, unique, wait_row, wait_run
 from workers.email import sequences
 from workers.email.due import run_due
@@ -151,14 +152,14 @@ def test_two_run_due_passes_at_once_enqueue_each_due_email_once(runtime, db) -> 
 
     assert sum(r.enqueued for r in results) == 30 and sum(r.duplicates for r in results) == 0
     ns = runtime.settings.broker_namespace
-    assert runtime.broker.client.llen(f"{ns}:email") == 30
+    assert queued(runtime.broker.client, ns, "email") == 30
     assert {row(db, e.id)["status"] for e in emails} == {"QUEUED"}
     assert row(db, future.id)["status"] == "SCHEDULED"
     # A pass that died after sending but before committing leaves SCHEDULED rows: sent again, deduplicated.
     db.execute("UPDATE scheduled_emails SET status = 'SCHEDULED' WHERE id = %s", (emails[0].id,))
     again = run_due(runtime.pool.connection, lambda p: send(catalog.EMAIL_SEND, p), now=now)
     assert (again.enqueued, again.duplicates) == (0, 1)
-    assert runtime.broker.client.llen(f"{ns}:email") == 30
+    assert queued(runtime.broker.client, ns, "email") == 30
 
 
 def test_a_double_trigger_of_the_same_minute_is_one_run_due_job(email_worker, db) -> None:

@@ -1,0 +1,26 @@
+"""outbox_events.priority: a staged job's priority (high, default, low; NULL: its job's own)
+
+Revision ID: 0017_outbox_priority
+Revises: 0016_staged_runs
+
+The relay sends the event with it (docs/kernel.md, "Fair share, limits and priorities"). NULL
+for every earlier row and for producers that stage without one (the Node.js kit's statement).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0017_outbox_priority"
+down_revision = "0016_staged_runs"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("outbox_events", sa.Column("priority", sa.String(8)))
+
+
+def downgrade() -> None:
+    op.drop_column("outbox_events", "priority")
