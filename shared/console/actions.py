@@ -168,7 +168,7 @@ def cancel_runs(request: Request, con: Con, auth: Checked) -> Response:
     which) until confirmed, then each as `cancel_run` does; audited once with the count."""
     op, form = auth
     rt = con.runtime()
-    names = ("org_id", "job_name", "status", "entity_id", "request_id", "since", "until")
+    names = ("q", "org_id", "job_name", "status", "entity_id", "request_id", "since", "until")
     try:
         flt = search.RunFilter.parse({n: form.get(f"f_{n}") or "" for n in names})
     except search.BadFilter as exc:

@@ -62,11 +62,18 @@ def _page(con: Con, op: Operator, request: Request, flt: search.RunFilter) -> di
 
 @router.get("/runs", response_class=HTMLResponse)
 def runs(request: Request, con: Con, op: Op) -> HTMLResponse:
-    flt = _filters(request)
+    facets = search.facets(con.runtime())
+    try:
+        flt = search.RunFilter.parse(dict(request.query_params))
+    except search.BadFilter as exc:
+        # The page again, the operator's search kept in the form, with what is wrong above it.
+        query = {k: v for k, v in request.query_params.items() if v and k != "msg"}
+        return con.render(
+            request, op, "runs.html", status=400, page="runs", facets=facets, rows=[],
+            next_cursor=None, q=query, first=True, bad=str(exc),
+        )  # fmt: skip
     data = _page(con, op, request, flt)
-    return con.render(
-        request, op, "runs.html", page="runs", facets=search.facets(con.runtime()), **data
-    )
+    return con.render(request, op, "runs.html", page="runs", facets=facets, **data)
 
 
 @router.get("/runs/{job_id:path}", response_class=HTMLResponse)

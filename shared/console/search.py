@@ -4,6 +4,11 @@ Newest first on `(queued_at, job_id)`; the cursor is the last row's key (the job
 own cursor format), so a page costs an index range scan however deep it is: migration
 `0013_console` gives each leading filter its index. A console restricted to some orgs adds
 `org_id = ANY(...)` to every read, and a run of another org is "no run".
+
+The search line (`q`, `query.py`) adds conditions on the payload and the error text, answered
+by inverted indexes (migration 0017_console_search). How many runs such a condition matches is
+unknown to the planner, so a read probes it first (`FUZZY_PROBE`): few matches are read
+through the inverted index and sorted, many are found sooner by walking the runs newest first.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from ..jobs.runs import RunView
 from ..jobs.statuses import RUN_STATUSES
 from ..observability.logging import redact
 from ..runtime import Runtime
+from . import query as syntax
 
 #: What a list shows of a run (payloads and results only on a run's page).
 LIST_COLUMNS = (
@@ -30,7 +36,13 @@ STATUSES = RUN_STATUSES
 
 
 class BadFilter(ValueError):
-    """A filter the console cannot read (a malformed org id, date or cursor)."""
+    """A filter the console cannot read (a malformed org id, date, cursor or search line)."""
+
+
+#: A payload or error-text condition that matches fewer runs than this is read through its
+#: inverted index (then sorted); one that matches more, by walking the runs in order and
+#: filtering (its matches are dense: a page is found within a few thousand rows).
+FUZZY_PROBE = 5000
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,8 @@ class RunFilter:
     error_code: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    #: The search line (`query.py`).
+    q: str | None = None
 
     @classmethod
     def parse(cls, query: dict[str, str], *, status: str | None = None) -> RunFilter:
@@ -63,8 +77,13 @@ class RunFilter:
                     if raw.upper() not in STATUSES:
                         raise ValueError(f"unknown status {raw!r}")
                     values[f.name] = raw.upper()
+                elif f.name == "q":
+                    syntax.compile(raw)  # read now: a malformed line is the operator's to fix
+                    values[f.name] = raw
                 else:
                     values[f.name] = raw
+            except syntax.BadQuery as exc:
+                raise BadFilter(f"search: {exc}") from exc
             except ValueError as exc:
                 raise BadFilter(f"{f.name}: {exc}") from exc
         if status is not None:
@@ -93,10 +112,37 @@ class RunFilter:
         if self.until is not None:
             where.append("queued_at < %s")
             params.append(self.until)
+        if self.q:
+            compiled = syntax.compile(self.q)
+            where.extend(compiled.where)
+            params.extend(compiled.params)
         if orgs:
             where.append("org_id = ANY(%s)")
             params.append(list(orgs))
         return where or ["TRUE"], params
+
+    def fuzzy(self) -> tuple[str, list[Any]] | None:
+        """The conditions an inverted index answers (payload, error text), ANDed, if any."""
+        found = syntax.compile(self.q).fuzzy if self.q else []
+        if not found:
+            return None
+        return " AND ".join(f[0] for f in found), [p for f in found for p in f[1]]
+
+
+def _plan(conn: Any, flt: RunFilter) -> None:
+    """Within the caller's transaction: when the filter's payload or error-text conditions
+    match many runs, walk the runs in order rather than read all of them through the inverted
+    index (the planner cannot tell; see `FUZZY_PROBE`)."""
+    fuzzy = flt.fuzzy()
+    if fuzzy is None:
+        return
+    sql, params = fuzzy
+    row = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE {sql} LIMIT %s) AS m",
+        [*params, FUZZY_PROBE],
+    ).fetchone()
+    if row is not None and row[0] >= FUZZY_PROBE:
+        conn.execute("SET LOCAL enable_bitmapscan = off")
 
 
 def page(
@@ -120,6 +166,7 @@ def page(
         " ORDER BY queued_at DESC, job_id DESC LIMIT %s"
     )
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        _plan(conn, flt)
         rows = cur.execute(sql, [*params, limit + 1]).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
@@ -145,6 +192,7 @@ def matching_ids(
 ) -> list[tuple[str, UUID]]:
     where, params = flt.where(orgs)
     with runtime.pool.connection() as conn:
+        _plan(conn, flt)
         rows = conn.execute(
             f"SELECT job_id, org_id FROM job_runs WHERE {' AND '.join(where)}"
             " ORDER BY queued_at, job_id LIMIT %s",

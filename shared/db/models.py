@@ -105,6 +105,21 @@ class JobRun(Base):
             postgresql_include=["job_name", "queue", "status", "started_at"],
             postgresql_where=text("finished_at IS NOT NULL"),
         ),
+        # The console's search line: payload fields and error text (migration
+        # 0017_console_search; the trigram index only where pg_trgm is available).
+        Index(
+            "ix_job_runs_console_payload",
+            "payload",
+            postgresql_using="gin",
+            postgresql_ops={"payload": "jsonb_path_ops"},
+        ),
+        Index(
+            "ix_job_runs_console_error",
+            "error",
+            postgresql_using="gin",
+            postgresql_ops={"error": "gin_trgm_ops"},
+            postgresql_where=text("error IS NOT NULL"),
+        ),
     )
 
 

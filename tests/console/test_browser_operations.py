@@ -1,0 +1,57 @@
+"""Issue 32, second round, in a real browser (headless Chromium, Playwright) at 1280x800 and
+390x844, as an operator works: the search line, bulk actions across states, the Nodes page and
+the charts. Each test finds something, acts, and sees the effect; screenshots go to the test's
+tmp dir (`screenshots/`)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.console.conftest import Served, insert_run
+from tests.console.test_browser import NARROW, WIDE, shoot, signed_in
+
+pytestmark = pytest.mark.slow
+VIEWPORTS = pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280x800", "390x844"])
+
+
+def no_sideways_scroll(page: Any, viewport: dict[str, int]) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= viewport["width"], f"{page.url} is {width} px wide at {viewport['width']}"
+
+
+@VIEWPORTS
+def test_an_operator_finds_runs_by_a_payload_field_and_error_words(
+    chromium: Any, console: Served, db: Any, shots: Path, viewport: dict[str, int]
+) -> None:
+    org = uuid.uuid4()
+    now = datetime.now(UTC)
+    wanted = insert_run(db, org_id=org, status="DEAD", queued_at=now,
+                        payload={"to": f"{org}@example.com"},
+                        error="SMTPRecipientsRefused: 550 mailbox unavailable")  # fmt: skip
+    insert_run(db, org_id=org, status="DEAD", queued_at=now, payload={"to": "x@example.com"},
+               error="SMTPRecipientsRefused: 550 mailbox unavailable")  # fmt: skip
+    page = signed_in(chromium, console, viewport)
+    page.goto("/runs")
+    page.click("summary:has-text('Search syntax')")
+    assert page.locator("#syntax").get_attribute("open") is not None
+    page.fill("input[name=q]", f'payload.to:"{org}@example.com" mailbox')
+    page.click("button:has-text('Search')")
+    page.wait_for_url("**q=**")
+    assert page.locator("td.id a").all_inner_texts() == [wanted]
+    no_sideways_scroll(page, viewport)
+    shoot(page, shots, f"search-payload-{viewport['width']}")
+
+    page.fill("input[name=q]", 'payload.to:unclosed"')
+    page.click("button:has-text('Search')")
+    page.wait_for_selector("[data-test=bad-search]")
+    said = page.locator("[data-test=bad-search]").inner_text()
+    assert "unclosed quote" in said or "cannot read" in said, said
+    assert page.locator("input[name=q]").input_value() == 'payload.to:unclosed"'
+    no_sideways_scroll(page, viewport)
+    shoot(page, shots, f"search-malformed-{viewport['width']}")
+    page.context.close()
