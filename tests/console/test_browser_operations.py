@@ -55,3 +55,35 @@ def test_an_operator_finds_runs_by_a_payload_field_and_error_words(
     no_sideways_scroll(page, viewport)
     shoot(page, shots, f"search-malformed-{viewport['width']}")
     page.context.close()
+
+
+@VIEWPORTS
+def test_an_operator_retries_then_deletes_a_searchs_runs_across_states_after_dry_runs(
+    chromium: Any, console: Served, db: Any, shots: Path, viewport: dict[str, int]
+) -> None:
+    org = uuid.uuid4()
+    req = f"across-{org}"
+    runs = {s: insert_run(db, org_id=org, status=s, request_id=req, attempt=1)
+            for s in ("DEAD", "CANCELED", "COMPLETED", "QUEUED")}  # fmt: skip
+    page = signed_in(chromium, console, viewport)
+    page.goto(f"/runs?request_id={req}")
+    page.click("button:has-text('Retry the dead and canceled runs')")
+    page.wait_for_selector("[data-test=dry-run]")
+    assert "Dry run: 2" in page.locator("[data-test=dry-run]").inner_text()
+    no_sideways_scroll(page, viewport)
+    shoot(page, shots, f"bulk-retry-dry-run-{viewport['width']}")
+    page.click("button:has-text('Retry 2 run(s)')")
+    page.wait_for_selector("text=retried 2 of 2")
+    statuses = page.locator("td[data-label=status] .badge").all_inner_texts()
+    assert sorted(statuses) == ["COMPLETED", "QUEUED", "QUEUED", "QUEUED"]
+    shoot(page, shots, f"bulk-retried-{viewport['width']}")
+
+    page.click("button:has-text('Delete the finished runs')")
+    page.wait_for_selector("[data-test=dry-run]")
+    assert "Dry run: 1" in page.locator("[data-test=dry-run]").inner_text()
+    page.click("button:has-text('Delete 1 run(s)')")
+    page.wait_for_selector("text=deleted 1 of 1")
+    assert page.locator("td.id a").count() == 3
+    gone = db.execute("SELECT 1 FROM job_runs WHERE job_id = %s", (runs["COMPLETED"],))
+    assert gone.fetchone() is None
+    page.context.close()
