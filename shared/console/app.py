@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 #: The kernel's pages in the nav bar, (page key, label, path); the domains' go before the last.
 NAV_HEAD = (
     ("overview", "Overview", "/"),
+    ("nodes", "Nodes", "/nodes"),
     ("runs", "Runs", "/runs"),
     ("dead", "Dead letters", "/dead"),
     ("outbox", "Outbox", "/outbox"),
@@ -155,6 +156,10 @@ def _ms(value: Any) -> str:
     return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
 
 
+def _from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
 def _json(value: Any) -> str:
     import json
 
@@ -187,7 +192,7 @@ def create_app(
     )
     env = jinja2.Environment(loader=loader, autoescape=jinja2.select_autoescape())
     templates = Jinja2Templates(env=env)
-    templates.env.filters.update(t=_fmt_time, ago=_ago, ms=_ms, pretty=_json)
+    templates.env.filters.update(t=_fmt_time, ago=_ago, ms=_ms, pretty=_json, ts=_from_epoch)
     if state_file is None:
         state_file = Path(get_settings().var_dir) / "run" / "fleet.json"
     app = FastAPI(title="jobfleet console", docs_url=None, redoc_url=None, openapi_url=None)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
-from . import audit, fleet, ledgers, search
+from . import audit, fleet, ledgers, nodes, search
 from .app import Console, console_of
 from .security import Operator
 
@@ -58,6 +58,13 @@ def _page(con: Con, op: Operator, request: Request, flt: search.RunFilter) -> di
         raise HTTPException(400, f"bad cursor: {exc}") from exc
     query = {k: v for k, v in request.query_params.items() if v and k not in ("cursor", "msg")}
     return {"rows": rows, "next_cursor": nxt, "q": query, "first": cursor is None}
+
+
+@router.get("/nodes", response_class=HTMLResponse)
+def nodes_page(request: Request, con: Con, op: Op) -> HTMLResponse:
+    """Each worker process, what it runs now (the operator's orgs' runs), stale ones explained."""
+    data = nodes.page(con.runtime(), orgs=op.orgs)
+    return con.render(request, op, "nodes.html", page="nodes", **data)
 
 
 @router.get("/runs", response_class=HTMLResponse)

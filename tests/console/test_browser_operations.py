@@ -87,3 +87,45 @@ def test_an_operator_retries_then_deletes_a_searchs_runs_across_states_after_dry
     gone = db.execute("SELECT 1 FROM job_runs WHERE job_id = %s", (runs["COMPLETED"],))
     assert gone.fetchone() is None
     page.context.close()
+
+
+@VIEWPORTS
+def test_an_operator_finds_what_a_stale_consumer_was_and_what_a_node_runs(
+    chromium: Any, console: Served, runtime: Any, fleet: Any, db: Any, shots: Path,
+    viewport: dict[str, int],
+) -> None:  # fmt: skip
+    import json
+    import time
+
+    from shared.broker import nodes
+    from shared.pauses import redis_client
+
+    ns = runtime.settings.broker_namespace
+    r = redis_client(runtime)
+    now_ms = time.time() * 1000
+    silent = nodes.Node(id=str(uuid.uuid4()), host="box-7", pid=4242, service="worker-email",
+                        queues=["email"], threads=8, started_ms=int(now_ms - 600_000),
+                        lease_owner="box-7:4242:abcd1234")  # fmt: skip
+    r.hset(nodes.nodes_key(ns), silent.id, json.dumps(silent.__dict__))
+    r.zadd(f"{ns}:__heartbeats__", {silent.id: now_ms - 60_000})
+    me = next(n for n in nodes.read(r, ns) if n.id != silent.id and n.stopped_ms is None)
+    busy = insert_run(db, status="RUNNING", lease_owner=me.lease_owner,
+                      started_at=datetime.now(UTC), progress={"done": 1, "total": 4})  # fmt: skip
+
+    page = signed_in(chromium, console, viewport)
+    page.click("header nav a:text-is('Nodes')")
+    page.wait_for_selector("h1:has-text('Nodes')")
+    # Stale, or already gone: the live worker's maintenance requeues a silent one's messages
+    # and drops its heartbeat within a beat. Either way the page says which process it was.
+    silent_card = page.locator(f"[data-test=node]:has-text('{silent.id}')")
+    assert silent_card.get_attribute("data-state") in ("stale", "gone")
+    why = silent_card.locator("[data-test=why]").inner_text()
+    assert "Was worker-email (pid 4242 on box-7, queues email)" in why
+    alive = page.locator("[data-test=node][data-state=alive]")
+    assert busy in alive.inner_text() and "testq" in alive.inner_text()
+    no_sideways_scroll(page, viewport)
+    page.screenshot(path=str(shots / f"nodes-{viewport['width']}.png"), full_page=True)
+    alive.locator(f"a:has-text('{busy[:20]}')").click()
+    page.wait_for_selector("h1:has-text('Run')")
+    assert "RUNNING" in page.locator("h1").inner_text()
+    page.context.close()
