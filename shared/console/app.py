@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 #: The kernel's pages in the nav bar, (page key, label, path); the domains' go before the last.
 NAV_HEAD = (
     ("overview", "Overview", "/"),
+    ("charts", "Charts", "/charts"),
     ("nodes", "Nodes", "/nodes"),
     ("runs", "Runs", "/runs"),
     ("dead", "Dead letters", "/dead"),

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
-from . import audit, fleet, ledgers, nodes, search
+from . import audit, charts, fleet, ledgers, nodes, search
 from .app import Console, console_of
 from .security import Operator
 
@@ -58,6 +58,24 @@ def _page(con: Con, op: Operator, request: Request, flt: search.RunFilter) -> di
         raise HTTPException(400, f"bad cursor: {exc}") from exc
     query = {k: v for k, v in request.query_params.items() if v and k not in ("cursor", "msg")}
     return {"rows": rows, "next_cursor": nxt, "q": query, "first": cursor is None}
+
+
+def _charts(request: Request, con: Con) -> dict[str, Any]:
+    span = request.query_params.get("range", "hour")
+    if span not in charts.RANGES:
+        raise HTTPException(400, f"range: hour or day, not {span!r}")
+    return charts.data(con.runtime(), span)
+
+
+@router.get("/charts", response_class=HTMLResponse)
+def charts_page(request: Request, con: Con, op: Op) -> HTMLResponse:
+    return con.render(request, op, "charts.html", page="charts", c=_charts(request, con))
+
+
+@router.get("/charts/live", response_class=HTMLResponse)
+def charts_live(request: Request, con: Con, op: Op) -> HTMLResponse:
+    """The charts alone: what the page's htmx poll swaps in."""
+    return con.render(request, op, "_charts.html", c=_charts(request, con))
 
 
 @router.get("/nodes", response_class=HTMLResponse)

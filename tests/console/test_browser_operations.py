@@ -6,7 +6,7 @@ tmp dir (`screenshots/`)."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -128,4 +128,43 @@ def test_an_operator_finds_what_a_stale_consumer_was_and_what_a_node_runs(
     alive.locator(f"a:has-text('{busy[:20]}')").click()
     page.wait_for_selector("h1:has-text('Run')")
     assert "RUNNING" in page.locator("h1").inner_text()
+    page.context.close()
+
+
+@VIEWPORTS
+def test_an_operator_watches_the_charts_update_live_and_switches_to_the_day(
+    chromium: Any, console: Served, runtime: Any, db: Any, shots: Path, viewport: dict[str, int]
+) -> None:
+    from shared import run_stats
+    from tests.console.test_charts import finished
+    from tests.support.wait import wait_for
+
+    now = datetime.now(UTC)
+    for i in range(6):
+        finished(db, now - timedelta(minutes=i * 7), queue="email", run_ms=150 + 40 * i)
+    finished(db, now - timedelta(minutes=12), queue="email", status="DEAD", run_ms=3000)
+    run_stats.roll_up(runtime, now=now)  # the scheduler's run-stats job
+    page = signed_in(chromium, console, viewport)
+    page.click("header nav a:text-is('Charts')")
+    page.wait_for_selector("h1:has-text('Charts')")
+    line = "[data-test=chart-throughput] polyline[data-series=email]"
+    assert page.locator(line).get_attribute("data-total") == "7"
+    assert (
+        page.locator("[data-test=chart-failures] polyline[data-series=email]").get_attribute(
+            "data-total"
+        )
+        == "1"
+    )
+    assert "email" in page.locator("[data-test=latency]").inner_text()
+    no_sideways_scroll(page, viewport)
+    page.screenshot(path=str(shots / f"charts-hour-{viewport['width']}.png"), full_page=True)
+
+    finished(db, datetime.now(UTC), queue="email")  # one more finishes: the poll shows it
+    wait_for(lambda: page.locator(line).get_attribute("data-total") == "8", timeout=10,
+             what="the chart's live refresh")  # fmt: skip
+    page.click("nav.tabs a:has-text('Last day')")
+    page.wait_for_url("**range=day**")
+    assert page.locator(line).get_attribute("data-total") == "8"
+    no_sideways_scroll(page, viewport)
+    shoot(page, shots, f"charts-day-{viewport['width']}")
     page.context.close()
