@@ -50,14 +50,37 @@ class BadQuery(ValueError):
     """A search line the console cannot read: what is wrong, and where."""
 
 
+#: How a payload or error-text condition is written so that no index answers it: when it
+#: matches many runs, walking the runs in order and filtering is cheaper (`search.FUZZY_PROBE`).
+PLAIN = {"payload": "(payload || '{}'::jsonb)", "error": "(error || '')"}
+
+
+@dataclass
+class Condition:
+    sql: str
+    params: list[Any]
+    #: The same condition written so that no index answers it, for a payload or error-text
+    #: one (the inverted indexes'); None for the others.
+    plain: str | None = None
+
+
 @dataclass
 class Compiled:
-    """SQL conditions (AND) with their parameters; `fuzzy` are those an inverted index
-    answers (payload, error text), whose selectivity the planner cannot estimate."""
+    """The line's conditions (all must hold)."""
 
-    where: list[str] = field(default_factory=list)
-    params: list[Any] = field(default_factory=list)
-    fuzzy: list[tuple[str, list[Any]]] = field(default_factory=list)
+    conditions: list[Condition] = field(default_factory=list)
+
+    @property
+    def fuzzy(self) -> list[int]:
+        """The conditions an inverted index answers (payload, error text), whose selectivity
+        the planner cannot estimate."""
+        return [i for i, c in enumerate(self.conditions) if c.plain is not None]
+
+    def sql(self, frequent: frozenset[int] = frozenset()) -> tuple[list[str], list[Any]]:
+        """The conditions, those in `frequent` written so that no index answers them."""
+        where = [c.plain if i in frequent and c.plain else c.sql
+                 for i, c in enumerate(self.conditions)]  # fmt: skip
+        return where, [p for c in self.conditions for p in c.params]
 
 
 def _value(raw: str, at: int) -> tuple[str, bool]:
@@ -104,14 +127,14 @@ def _condition(name: str, value: str, quoted: bool, at: int) -> tuple[str, str, 
         docs = [
             json.dumps(_nest(keys, shape)) for c in _candidates(value, quoted) for shape in (c, [c])
         ]
-        sql = " OR ".join(["payload @> %s::jsonb"] * len(docs))
+        sql = " OR ".join(["{payload} @> %s::jsonb"] * len(docs))
         return f"payload.{path}", f"({sql})", docs, True
     if name == "error":
         if len(value) < MIN_TEXT:
             raise BadQuery(
                 f"error text {value!r} at character {at + 1}: at least {MIN_TEXT} characters"
             )
-        return f"error:{value}", "error ILIKE %s", [_like(value)], True
+        return f"error:{value}", "{error} ILIKE %s", [_like(value)], True
     if name not in FIELDS:
         known = ", ".join([*FIELDS, "error", "payload.<path>", "args.<path>"])
         raise BadQuery(f"unknown field {name!r} at character {at + 1} (fields: {known})")
@@ -158,8 +181,12 @@ def compile(line: str) -> Compiled:
         sql = f"({sql})" if len(alternatives) > 1 else sql
         sql = f"NOT ({sql})" if neg else sql
         params = [p for a in alternatives for p in a[1]]
-        out.where.append(sql)
-        out.params.extend(params)
-        if not neg and all(a[2] for a in alternatives):
-            out.fuzzy.append((sql, params))
+        fuzzy = not neg and all(a[2] for a in alternatives)
+        out.conditions.append(
+            Condition(
+                sql.format(payload="payload", error="error"),
+                params,
+                sql.format(**PLAIN) if fuzzy else None,
+            )
+        )
     return out

@@ -7,8 +7,9 @@ own cursor format), so a page costs an index range scan however deep it is: migr
 
 The search line (`q`, `query.py`) adds conditions on the payload and the error text, answered
 by inverted indexes (migration 0017_console_search). How many runs such a condition matches is
-unknown to the planner, so a read probes it first (`FUZZY_PROBE`): few matches are read
-through the inverted index and sorted, many are found sooner by walking the runs newest first.
+unknown to the planner, so a read probes each first (`_plan`, `FUZZY_PROBE`): few matches are
+read through the inverted index and sorted, many are found sooner by walking the runs newest
+first and filtering.
 """
 
 from __future__ import annotations
@@ -90,7 +91,11 @@ class RunFilter:
             values["status"] = status
         return cls(**values)
 
-    def where(self, orgs: tuple[UUID, ...]) -> tuple[list[str], list[Any]]:
+    def where(
+        self, orgs: tuple[UUID, ...], frequent: frozenset[int] = frozenset()
+    ) -> tuple[list[str], list[Any]]:
+        """SQL conditions and parameters; `frequent`: the search line's payload or error-text
+        conditions to write so that no index answers them (`_plan`)."""
         where: list[str] = []
         params: list[Any] = []
         for name in (
@@ -113,36 +118,36 @@ class RunFilter:
             where.append("queued_at < %s")
             params.append(self.until)
         if self.q:
-            compiled = syntax.compile(self.q)
-            where.extend(compiled.where)
-            params.extend(compiled.params)
+            more, more_params = syntax.compile(self.q).sql(frequent)
+            where.extend(more)
+            params.extend(more_params)
         if orgs:
             where.append("org_id = ANY(%s)")
             params.append(list(orgs))
         return where or ["TRUE"], params
 
-    def fuzzy(self) -> tuple[str, list[Any]] | None:
-        """The conditions an inverted index answers (payload, error text), ANDed, if any."""
-        found = syntax.compile(self.q).fuzzy if self.q else []
-        if not found:
-            return None
-        return " AND ".join(f[0] for f in found), [p for f in found for p in f[1]]
 
-
-def _plan(conn: Any, flt: RunFilter) -> None:
-    """Within the caller's transaction: when the filter's payload or error-text conditions
-    match many runs, walk the runs in order rather than read all of them through the inverted
-    index (the planner cannot tell; see `FUZZY_PROBE`)."""
-    fuzzy = flt.fuzzy()
-    if fuzzy is None:
-        return
-    sql, params = fuzzy
-    row = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE {sql} LIMIT %s) AS m",
-        [*params, FUZZY_PROBE],
-    ).fetchone()
-    if row is not None and row[0] >= FUZZY_PROBE:
+def _plan(conn: Any, flt: RunFilter) -> frozenset[int]:
+    """Within the caller's transaction: which of the search line's payload or error-text
+    conditions match many runs (at least `FUZZY_PROBE`, each probed through its index). Those
+    are written so that no index answers them (reading them all through the inverted index
+    would cost more than walking the runs in order and filtering); when every one is, bitmap
+    scans are off for the transaction, so that the runs are walked in order."""
+    if not flt.q:
+        return frozenset()
+    compiled = syntax.compile(flt.q)
+    frequent = set()
+    for i in compiled.fuzzy:
+        condition = compiled.conditions[i]
+        row = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE {condition.sql} LIMIT %s) AS m",
+            [*condition.params, FUZZY_PROBE],
+        ).fetchone()
+        if row is not None and row[0] >= FUZZY_PROBE:
+            frequent.add(i)
+    if frequent and frequent == set(compiled.fuzzy):
         conn.execute("SET LOCAL enable_bitmapscan = off")
+    return frozenset(frequent)
 
 
 def page(
@@ -153,20 +158,20 @@ def page(
     limit: int = 50,
     cursor: str | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    where, params = flt.where(orgs)
     if cursor:
         try:
             at, job_id = decode_cursor(cursor)
         except ValueError as exc:
             raise BadFilter(str(exc)) from exc
-        where.append("(queued_at, job_id) < (%s, %s)")
-        params.extend([at, job_id])
-    sql = (
-        f"SELECT {LIST_COLUMNS} FROM job_runs WHERE {' AND '.join(where)}"
-        " ORDER BY queued_at DESC, job_id DESC LIMIT %s"
-    )
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        _plan(conn, flt)
+        where, params = flt.where(orgs, _plan(conn, flt))
+        if cursor:
+            where.append("(queued_at, job_id) < (%s, %s)")
+            params.extend([at, job_id])
+        sql = (
+            f"SELECT {LIST_COLUMNS} FROM job_runs WHERE {' AND '.join(where)}"
+            " ORDER BY queued_at DESC, job_id DESC LIMIT %s"
+        )
         rows = cur.execute(sql, [*params, limit + 1]).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
@@ -190,9 +195,8 @@ def count(
 def matching_ids(
     runtime: Runtime, flt: RunFilter, *, orgs: tuple[UUID, ...] = (), limit: int
 ) -> list[tuple[str, UUID]]:
-    where, params = flt.where(orgs)
     with runtime.pool.connection() as conn:
-        _plan(conn, flt)
+        where, params = flt.where(orgs, _plan(conn, flt))
         rows = conn.execute(
             f"SELECT job_id, org_id FROM job_runs WHERE {' AND '.join(where)}"
             " ORDER BY queued_at, job_id LIMIT %s",

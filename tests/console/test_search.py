@@ -132,8 +132,13 @@ def test_a_malformed_search_answers_what_is_wrong_on_the_page_itself(ops: TestCl
 
 
 def test_payload_and_error_searches_are_answered_by_their_indexes(db: Any) -> None:
-    """The two conditions the search line adds can use migration 0017's GIN indexes."""
+    """The two conditions the search line adds can use migration 0017's GIN indexes, and their
+    "frequent" form (`search._plan`) cannot."""
     from shared.console import query
+
+    def plan(sql: list[str], params: list[Any]) -> str:
+        rows = db.execute(f"EXPLAIN SELECT job_id FROM job_runs WHERE {' AND '.join(sql)}", params)
+        return "\n".join(r[0] for r in rows.fetchall())
 
     db.execute("SET enable_seqscan = off")
     for line, index in {
@@ -141,11 +146,10 @@ def test_payload_and_error_searches_are_answered_by_their_indexes(db: Any) -> No
         "refused": "ix_job_runs_console_error",
     }.items():
         compiled = query.compile(line)
-        plan = db.execute(
-            f"EXPLAIN SELECT job_id FROM job_runs WHERE {' AND '.join(compiled.where)}",
-            compiled.params,
-        ).fetchall()
-        assert index in "\n".join(r[0] for r in plan), (line, plan)
+        indexed = plan(*compiled.sql())
+        assert index in indexed and "Index Cond" in indexed, (line, indexed)
+        frequent = plan(*compiled.sql(frozenset(compiled.fuzzy)))
+        assert "Index Cond" not in frequent, (line, frequent)  # a filter, not an index match
     db.execute("RESET enable_seqscan")
 
 
@@ -160,7 +164,12 @@ def test_many_matches_are_found_by_walking_the_runs_in_order_with_the_same_answe
         insert_run(db, org_id=org, queued_at=at - timedelta(seconds=i), payload={"k": "v"})
         for i in range(12)
     ]
+    rare = insert_run(db, org_id=org, queued_at=at - timedelta(seconds=20),
+                      payload={"k": "v"}, error="ConnectionRefusedError: refused")  # fmt: skip
     url = f"/runs?org_id={org}&q=payload.k:v"
+    both = f"/runs?org_id={org}&q=payload.k:v refused"
     through_index = listed(ops.get(url).text)
+    assert listed(ops.get(both).text) == [rare]
     monkeypatch.setattr(search, "FUZZY_PROBE", 3)  # now "many": walk newest first, filter
-    assert listed(ops.get(url).text) == through_index == runs
+    assert listed(ops.get(url).text) == through_index == [*runs, rare]
+    assert listed(ops.get(both).text) == [rare]  # the payload's many, the error's one
