@@ -130,9 +130,9 @@ class RunFilter:
 def _plan(conn: Any, flt: RunFilter) -> frozenset[int]:
     """Within the caller's transaction: which of the search line's payload or error-text
     conditions match many runs (at least `FUZZY_PROBE`, each probed through its index). Those
-    are written so that no index answers them (reading them all through the inverted index
-    would cost more than walking the runs in order and filtering); when every one is, bitmap
-    scans are off for the transaction, so that the runs are walked in order."""
+    are written so that no index answers them when another one is rare (which leads); when
+    every one is frequent, bitmap scans are off for the transaction instead, so that the runs
+    are walked in order and filtered."""
     if not flt.q:
         return frozenset()
     compiled = syntax.compile(flt.q)
@@ -146,7 +146,11 @@ def _plan(conn: Any, flt: RunFilter) -> frozenset[int]:
         if row is not None and row[0] >= FUZZY_PROBE:
             frequent.add(i)
     if frequent and frequent == set(compiled.fuzzy):
+        # Every one is frequent: kept as written (the planner estimates them from the column's
+        # statistics, which it cannot for the rewritten form) with no bitmap scan, so that the
+        # runs are walked in order, newest first.
         conn.execute("SET LOCAL enable_bitmapscan = off")
+        return frozenset()
     return frozenset(frequent)
 
 
