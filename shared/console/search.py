@@ -14,6 +14,7 @@ first and filtering.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -127,6 +128,30 @@ class RunFilter:
         return where or ["TRUE"], params
 
 
+#: How long a probe's answer is reused: how many runs a term matches changes slowly, and an
+#: operator pages through a search, or its page is polled (a probe costs 10-80 ms on 1M runs).
+PROBE_TTL_S = 60.0
+_probed: dict[tuple[str, str], tuple[float, bool]] = {}
+
+
+def _frequent(conn: Any, condition: syntax.Condition) -> bool:
+    """Whether `condition` matches at least `FUZZY_PROBE` runs (read through its index)."""
+    key = (condition.sql, repr(condition.params))
+    now = time.monotonic()
+    cached = _probed.get(key)
+    if cached is not None and now - cached[0] < PROBE_TTL_S:
+        return cached[1]
+    row = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE {condition.sql} LIMIT %s) AS m",
+        [*condition.params, FUZZY_PROBE],
+    ).fetchone()
+    found = row is not None and row[0] >= FUZZY_PROBE
+    if len(_probed) >= 512:
+        _probed.clear()
+    _probed[key] = (now, found)
+    return found
+
+
 def _plan(conn: Any, flt: RunFilter) -> frozenset[int]:
     """Within the caller's transaction: which of the search line's payload or error-text
     conditions match many runs (at least `FUZZY_PROBE`, each probed through its index). Those
@@ -136,15 +161,7 @@ def _plan(conn: Any, flt: RunFilter) -> frozenset[int]:
     if not flt.q:
         return frozenset()
     compiled = syntax.compile(flt.q)
-    frequent = set()
-    for i in compiled.fuzzy:
-        condition = compiled.conditions[i]
-        row = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE {condition.sql} LIMIT %s) AS m",
-            [*condition.params, FUZZY_PROBE],
-        ).fetchone()
-        if row is not None and row[0] >= FUZZY_PROBE:
-            frequent.add(i)
+    frequent = {i for i in compiled.fuzzy if _frequent(conn, compiled.conditions[i])}
     if frequent and frequent == set(compiled.fuzzy):
         # Every one is frequent: kept as written (the planner estimates them from the column's
         # statistics, which it cannot for the rewritten form) with no bitmap scan, so that the
