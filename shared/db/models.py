@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    DDL,
     BigInteger,
     Boolean,
     DateTime,
@@ -15,6 +16,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    event,
     func,
     text,
 )
@@ -32,6 +34,11 @@ NAMING = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+
+
+# `ix_job_runs_console_error` is a trigram index: the schema built from these models needs
+# pg_trgm as the migration does (0017_console_search).
+event.listen(Base.metadata, "before_create", DDL("CREATE EXTENSION IF NOT EXISTS pg_trgm"))
 
 
 class JobRun(Base):
