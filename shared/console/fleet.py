@@ -123,30 +123,41 @@ def durations(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     ]
 
 
+def heartbeats(runtime: Runtime) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """Every process's last heartbeat (broker id -> ms), and the dead consumer threads each
+    reported (broker id -> {queues, at})."""
+    from ..broker import dead_consumers_key
+
+    ns = runtime.settings.broker_namespace
+    client = redis_client(runtime)
+    beats: list[tuple[bytes, float]] = list(
+        client.zrange(f"{ns}:__heartbeats__", 0, -1, withscores=True)  # type: ignore[arg-type]
+    )
+    dead_raw: dict[bytes, bytes] = client.hgetall(dead_consumers_key(ns))  # type: ignore[assignment]
+    return (
+        {(m.decode() if isinstance(m, bytes) else str(m)): float(s) for m, s in beats},
+        {k.decode(): json.loads(v) for k, v in dead_raw.items()},
+    )
+
+
 def workers(runtime: Runtime, state_file: Path, *, now_ms: float | None = None) -> Section:
     """Consumers with their last heartbeat (alive: younger than the heartbeat timeout), dead
     consumer threads, and the processes `make run` supervises (from its state file)."""
-    from ..broker import dead_consumers_key
-
     settings = runtime.settings
-    client = redis_client(runtime)
-    beats: list[tuple[bytes, float]] = list(
-        client.zrange(f"{settings.broker_namespace}:__heartbeats__", 0, -1, withscores=True)  # type: ignore[arg-type]
-    )
-    dead_raw: dict[bytes, bytes] = client.hgetall(dead_consumers_key(settings.broker_namespace))  # type: ignore[assignment]
+    beats, dead_raw = heartbeats(runtime)
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     consumers: list[dict[str, Any]] = [
         {
-            "id": (member.decode() if isinstance(member, bytes) else str(member)),
-            "age_s": round((now_ms - float(score)) / 1000, 1),
-            "alive": now_ms - float(score) < settings.heartbeat_timeout_ms,
+            "id": member,
+            "age_s": round((now_ms - score) / 1000, 1),
+            "alive": now_ms - score < settings.heartbeat_timeout_ms,
         }
-        for member, score in beats
+        for member, score in beats.items()
     ]
     dead = {
-        k.decode(): json.loads(v)["queues"]
+        k: v["queues"]
         for k, v in dead_raw.items()
-        if now_ms - float(json.loads(v)["at"]) < settings.heartbeat_timeout_ms
+        if now_ms - float(v["at"]) < settings.heartbeat_timeout_ms
     }
     processes: list[Section] = []
     if state_file.exists():

@@ -11,7 +11,6 @@ Three sources, joined by the process's broker id and its lease owner:
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -19,9 +18,10 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from ..broker import dead_consumers_key, nodes
+from ..broker import nodes
 from ..pauses import redis_client
 from ..runtime import Runtime
+from . import fleet
 
 #: RUNNING runs read at most (the page lists each process's, oldest first).
 RUNNING_LIMIT = 500
@@ -77,16 +77,9 @@ def page(
 ) -> dict[str, Any]:
     settings = runtime.settings
     ns = settings.broker_namespace
-    client = redis_client(runtime)
-    beats = {
-        (m.decode() if isinstance(m, bytes) else str(m)): float(s)
-        for m, s in client.zrange(f"{ns}:__heartbeats__", 0, -1, withscores=True)  # type: ignore[union-attr]
-    }
-    records = {n.id: n for n in nodes.read(client, ns)}
-    dead_threads = {
-        k.decode(): json.loads(v)["queues"]
-        for k, v in client.hgetall(dead_consumers_key(ns)).items()  # type: ignore[union-attr]
-    }
+    beats, dead_raw = fleet.heartbeats(runtime)
+    records = {n.id: n for n in nodes.read(redis_client(runtime), ns)}
+    dead_threads = {k: v["queues"] for k, v in dead_raw.items()}
     runs = running(runtime, orgs)
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     timeout = settings.heartbeat_timeout_ms

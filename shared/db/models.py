@@ -38,7 +38,7 @@ class Base(DeclarativeBase):
 
 # `ix_job_runs_console_error` is a trigram index: the schema built from these models needs
 # pg_trgm as the migration does (0017_console_search).
-event.listen(Base.metadata, "before_create", DDL("CREATE EXTENSION IF NOT EXISTS pg_trgm"))
+event.listen(Base.metadata, "before_create", DDL("CREATE EXTENSION IF NOT EXISTS pg_trgm"))  # type: ignore[no-untyped-call]
 
 
 class JobRun(Base):
