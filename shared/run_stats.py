@@ -3,7 +3,8 @@
 `roll_up` (the scheduler's `run-stats` job, every `INTERVAL_S`) aggregates the runs that
 finished in whole minutes since the watermark into `run_stats` (runs per minute, queue and
 final status) and `run_latency` (per minute, queue and kind, a logarithmic histogram of
-send->start, `wait`, and started->finished, `run`), then moves the watermark. A minute is
+send->start, `wait`, and started->finished, `run`), each at two widths (`SPANS`: 1 and 15
+minutes), then moves the watermark. A minute is
 rolled up once it ended `MARGIN` ago (an outcome is committed within milliseconds of its
 `finished_at`); at most `CHUNK` at a time, each in its own transaction under the watermark's
 row lock, so two scheduler replicas never roll a minute up twice. Rollups older than
@@ -36,6 +37,9 @@ RETENTION = timedelta(days=2)
 #: Histogram buckets per doubling of milliseconds (bucket b: [2^(b/3), 2^((b+1)/3)) ms).
 PER_DOUBLING = 3
 FINAL = ("COMPLETED", "DEAD", "CANCELED")
+#: The widths rolled up, in minutes: the hour's chart reads the 1-minute rows, the day's the
+#: 15-minute ones.
+SPANS = (1, 15)
 
 
 def bucket_sql(ms: str) -> str:
@@ -90,7 +94,7 @@ def _minute(at: datetime) -> datetime:
 
 def roll_up(runtime: Runtime, *, now: datetime, chunks: int = 48) -> int:
     """Roll up the whole minutes finished since the watermark (at most `chunks` x `CHUNK`);
-    returns how many (minute, queue, status) rows were written."""
+    returns how many (span, minute, queue, status) rows were written or added to."""
     written = 0
     for _ in range(chunks):
         with runtime.pool.connection() as conn:
@@ -104,19 +108,25 @@ def roll_up(runtime: Runtime, *, now: datetime, chunks: int = 48) -> int:
             end = min(start + CHUNK, _minute(now - MARGIN))
             if end <= start:
                 break
-            span = {"a": start, "b": end, "bin": "1 minute"}
-            counts = conn.execute(
-                f"INSERT INTO run_stats (minute, queue, status, runs) {COUNTS}"
-                " ON CONFLICT DO NOTHING",
-                span,
-            ).rowcount
-            conn.execute(
-                f"INSERT INTO run_latency (minute, queue, kind, bucket, runs) {LATENCY}"
-                " ON CONFLICT DO NOTHING",
-                span,
-            )
+            for width in SPANS:
+                rows = {"a": start, "b": end, "bin": f"{width} minutes", "span": width}
+                # A minute is rolled up once (the watermark); a span of several minutes may be
+                # in two chunks: added to.
+                written += conn.execute(
+                    f"INSERT INTO run_stats (span, minute, queue, status, runs)"
+                    f" SELECT %(span)s, * FROM ({COUNTS}) AS c"
+                    " ON CONFLICT (span, minute, queue, status)"
+                    " DO UPDATE SET runs = run_stats.runs + EXCLUDED.runs",
+                    rows,
+                ).rowcount
+                conn.execute(
+                    f"INSERT INTO run_latency (span, minute, queue, kind, bucket, runs)"
+                    f" SELECT %(span)s, * FROM ({LATENCY}) AS l"
+                    " ON CONFLICT (span, minute, queue, kind, bucket)"
+                    " DO UPDATE SET runs = run_latency.runs + EXCLUDED.runs",
+                    rows,
+                )
             conn.execute("UPDATE run_stats_watermark SET upto = %s", (end,))
-            written += counts
     with runtime.pool.connection() as conn:
         for table in ("run_stats", "run_latency"):
             conn.execute(f"DELETE FROM {table} WHERE minute < %s", (now - RETENTION,))

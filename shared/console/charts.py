@@ -110,31 +110,33 @@ def data(runtime: Runtime, span: str, *, now: datetime | None = None) -> dict[st
         upto = run_stats.watermark(conn) or since
         tail_from = max(upto, since, now - LIVE_TAIL)
         interval = f"{int(step.total_seconds())} seconds"
+        width = int(step.total_seconds() // 60)  # the rollup's span of this chart's bins
         rolled = conn.execute(
-            "SELECT date_bin(%s::interval, minute, TIMESTAMPTZ '2000-01-01'), queue, status,"
-            " sum(runs) FROM run_stats WHERE minute >= %s AND minute < %s GROUP BY 1, 2, 3",
-            (interval, since, upto),
+            "SELECT minute, queue, status, runs FROM run_stats"
+            " WHERE span = %s AND minute >= %s AND minute < %s",
+            (width, since, upto),
         ).fetchall()
         live_span = {"a": tail_from, "b": now + step, "bin": interval}
         live = conn.execute(run_stats.COUNTS, live_span).fetchall()
+        # Summed in SQL: per queue (the table) and per bin (the p95 line), not row by row here.
         latency = conn.execute(
-            "SELECT date_bin(%s::interval, minute, TIMESTAMPTZ '2000-01-01'), queue, kind,"
-            " bucket, sum(runs) FROM run_latency WHERE minute >= %s AND minute < %s"
-            " GROUP BY 1, 2, 3, 4",
-            (interval, since, upto),
+            "WITH l AS (SELECT minute AS at, queue, kind, bucket, runs FROM run_latency"
+            "            WHERE span = %(width)s AND minute >= %(since)s AND minute < %(upto)s"
+            f"           UNION ALL {run_stats.LATENCY})"
+            " SELECT at, queue, kind, bucket, sum(runs) FROM l"
+            " GROUP BY GROUPING SETS ((queue, kind, bucket), (at, kind, bucket))",
+            {**live_span, "width": width, "since": since, "upto": upto},
         ).fetchall()
-        latency += conn.execute(run_stats.LATENCY, live_span).fetchall()
     for at, queue, status, n in [*rolled, *live]:
         i = index.get(at)
         if i is not None:
             counts.setdefault((queue, status), [0.0] * len(bins))[i] += float(n)
     for at, queue, kind, bucket, n in latency:
-        h = hist.setdefault((queue, kind), {})
-        h[bucket] = h.get(bucket, 0) + int(n)
-        i = index.get(at)
-        if i is not None:
-            t = over_time.setdefault((kind, i), {})
-            t[bucket] = t.get(bucket, 0) + int(n)
+        if at is None:  # a queue's total
+            h = hist.setdefault((queue, kind), {})
+            h[bucket] = int(n)
+        elif (i := index.get(at)) is not None:  # a bin's, every queue
+            over_time.setdefault((kind, i), {})[bucket] = int(n)
     queues = sorted({q for q, _ in counts} | {q for q, _ in hist})
     colour = {q: PALETTE[i % len(PALETTE)] for i, q in enumerate(queues)}
 

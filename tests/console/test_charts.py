@@ -54,14 +54,20 @@ def test_the_rollup_counts_each_finished_run_once_and_the_charts_add_the_live_mi
     finished(db, old, queue="email", attempt=3, wait_ms=60_000)  # a retry: no send->start
     finished(db, now - timedelta(seconds=5), queue="ai", run_ms=1000)  # not rolled up yet
     insert_run(db, status="FAILED")  # waiting for a retry: not finished
-    assert run_stats.roll_up(runtime, now=now) == 2  # (email, COMPLETED), (email, DEAD)
+    # (email, COMPLETED), (email, DEAD), at each width (1 and 15 minutes)
+    assert run_stats.roll_up(runtime, now=now) == 4
     assert run_stats.roll_up(runtime, now=now) == 0  # the watermark moved: nothing twice
-    rows = db.execute("SELECT queue, status, runs FROM run_stats ORDER BY 1, 2").fetchall()
-    assert rows == [("email", "COMPLETED", 5), ("email", "DEAD", 1)]
-    waits = db.execute(
-        "SELECT sum(runs) FROM run_latency WHERE kind = 'wait' AND queue = 'email'"
-    ).fetchone()
-    assert waits == (5,)  # the retried run is left out of send->start
+    for span in run_stats.SPANS:
+        rows = db.execute(
+            "SELECT queue, status, runs FROM run_stats WHERE span = %s ORDER BY 1, 2", (span,)
+        ).fetchall()
+        assert rows == [("email", "COMPLETED", 5), ("email", "DEAD", 1)]
+        waits = db.execute(
+            "SELECT sum(runs) FROM run_latency WHERE span = %s AND kind = 'wait'"
+            " AND queue = 'email'",
+            (span,),
+        ).fetchone()
+        assert waits == (5,)  # the retried run is left out of send->start
 
     with client(runtime, tmp_path) as c:
         page = c.get("/charts").text

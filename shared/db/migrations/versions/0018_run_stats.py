@@ -13,6 +13,8 @@ write path.
 - `run_latency`: per minute, queue and kind (`wait`: queued -> first start; `run`: started ->
   finished), how many runs fell in each logarithmic bucket (3 a doubling of milliseconds: a
   percentile to within 12 %); only the buckets that occur have a row.
+- both at two widths (`span`, minutes): 1 (the last hour's chart) and 15 (the last day's: 96
+  bins read, not 1,440).
 - `run_stats_watermark`: one row, up to when `job_runs` has been rolled up (the charts read
   the minutes after it live from `job_runs`).
 """
@@ -31,23 +33,25 @@ def upgrade() -> None:
     op.execute(
         """
         CREATE TABLE run_stats (
+            span    smallint     NOT NULL,
             minute  timestamptz  NOT NULL,
             queue   varchar(100) NOT NULL,
             status  varchar(16)  NOT NULL,
             runs    integer      NOT NULL,
-            PRIMARY KEY (minute, queue, status)
+            PRIMARY KEY (span, minute, queue, status)
         )
         """
     )
     op.execute(
         """
         CREATE TABLE run_latency (
+            span    smallint     NOT NULL,
             minute  timestamptz  NOT NULL,
             queue   varchar(100) NOT NULL,
             kind    varchar(8)   NOT NULL,
             bucket  smallint     NOT NULL,
             runs    integer      NOT NULL,
-            PRIMARY KEY (minute, queue, kind, bucket)
+            PRIMARY KEY (span, minute, queue, kind, bucket)
         )
         """
     )
