@@ -3,9 +3,10 @@
     fleet web                                     # 127.0.0.1:8190 (CONSOLE_HOST / CONSOLE_PORT)
     uvicorn shared.console.app:create_app --factory
 
-The kernel's pages: Overview (live), Runs, a run, Dead letters, Outbox, Tenants, Audit. Auth and
-CSRF: `security.py`; the figures: `fleet.py`, `search.py`, `ledgers.py`; the actions:
-`actions.py`. The domains add theirs (pages with their nav entries, cards on the Tenants page
+The kernel's pages: Overview (live), Charts (live), Nodes, Runs, a run, Dead letters, Outbox,
+Tenants, Audit. Auth and CSRF: `security.py`; the figures: `fleet.py`, `charts.py`,
+`nodes.py`, `search.py` (with the search line, `query.py`), `ledgers.py`; the actions:
+`actions.py`, `bulk.py`, `dead.py`. The domains add theirs (pages with their nav entries, cards on the Tenants page
 and on the Overview) through the console module their registration names: the protocol is in
 `plugins.py`; with none registered the kernel's pages stand alone. Needs the `api` extra.
 """
