@@ -46,6 +46,7 @@ class Chart:
     series: list[Series]
     labels: list[tuple[float, str, str]] = field(default_factory=list)
     ymax: float = 0.0
+    ymax_label: str = ""
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
@@ -64,8 +65,16 @@ def _nice(value: float) -> float:
     return float(10 * scale)
 
 
+def _short(value: float, unit: str) -> str:
+    """An axis label that fits the chart's margin: 500 ms, 20 s, 1.5k runs..."""
+    if unit == "ms":
+        return f"{value / 1000:g} s" if value >= 1000 else f"{value:g} ms"
+    return f"{value / 1000:g}k" if value >= 1000 else f"{value:g}"
+
+
 def _draw(chart: Chart, bins: list[datetime], fmt: str) -> Chart:
     chart.ymax = _nice(max((max(s.values, default=0) for s in chart.series), default=0))
+    chart.ymax_label = _short(chart.ymax, chart.unit)
     plot_w, plot_h = WIDTH - LEFT - 4, HEIGHT - BOTTOM - TOP
     n = max(len(bins) - 1, 1)
     for s in chart.series:
