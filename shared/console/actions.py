@@ -158,10 +158,6 @@ def cancel_run(request: Request, con: Con, auth: Checked) -> Response:
     return _back(form, f"/runs/{quote(job_id, safe='')}", f"{said}: {job_id}")
 
 
-#: The Runs search's fields a bulk action's form carries back (as `f_<name>`).
-SEARCH_FIELDS = ("q", "org_id", "job_name", "status", "entity_id", "request_id", "since", "until")
-
-
 @router.post("/runs/{action}", response_class=HTMLResponse)
 def runs_action(action: str, request: Request, con: Con, auth: Checked) -> Response:
     """Cancel, retry or delete the runs of a search in the action's states (`bulk.py`, at most
@@ -170,7 +166,7 @@ def runs_action(action: str, request: Request, con: Con, auth: Checked) -> Respo
     if action not in bulk.ACTIONS:
         raise HTTPException(404, f"no action {action}")
     todo, rt = bulk.ACTIONS[action], con.runtime()
-    values = {n: form.get(f"f_{n}") for n in SEARCH_FIELDS}
+    values = {n: form.get(f"f_{n}") for n in search.SEARCH_FIELDS}
     try:
         flt = search.RunFilter.parse(values)
     except search.BadFilter as exc:

@@ -196,6 +196,9 @@ def create_app(
     env = jinja2.Environment(loader=loader, autoescape=jinja2.select_autoescape())
     templates = Jinja2Templates(env=env)
     templates.env.filters.update(t=_fmt_time, ago=_ago, ms=_ms, pretty=_json, ts=_from_epoch)
+    from .search import SEARCH_FIELDS
+
+    templates.env.globals["search_fields"] = SEARCH_FIELDS
     if state_file is None:
         state_file = Path(get_settings().var_dir) / "run" / "fleet.json"
     app = FastAPI(title="jobfleet console", docs_url=None, redoc_url=None, openapi_url=None)

@@ -35,6 +35,9 @@ LIST_COLUMNS = (
     " max_attempts, request_id, queued_at, started_at, finished_at, replay_count"
 )
 STATUSES = RUN_STATUSES
+#: The Runs page's search (its line and its form's fields), which a bulk action's form carries
+#: back as `f_<name>`.
+SEARCH_FIELDS = ("q", "org_id", "job_name", "status", "entity_id", "request_id", "since", "until")
 
 
 class BadFilter(ValueError):
