@@ -94,20 +94,13 @@ def test_an_operator_finds_what_a_stale_consumer_was_and_what_a_node_runs(
     chromium: Any, console: Served, runtime: Any, fleet: Any, db: Any, shots: Path,
     viewport: dict[str, int],
 ) -> None:  # fmt: skip
-    import json
-    import time
-
     from shared.broker import nodes
     from shared.pauses import redis_client
+    from tests.console.test_nodes import silent_node
 
     ns = runtime.settings.broker_namespace
     r = redis_client(runtime)
-    now_ms = time.time() * 1000
-    silent = nodes.Node(id=str(uuid.uuid4()), host="box-7", pid=4242, service="worker-email",
-                        queues=["email"], threads=8, started_ms=int(now_ms - 600_000),
-                        lease_owner="box-7:4242:abcd1234")  # fmt: skip
-    r.hset(nodes.nodes_key(ns), silent.id, json.dumps(silent.__dict__))
-    r.zadd(f"{ns}:__heartbeats__", {silent.id: now_ms - 60_000})
+    silent = silent_node(runtime)
     me = next(n for n in nodes.read(r, ns) if n.id != silent.id and n.stopped_ms is None)
     busy = insert_run(db, status="RUNNING", lease_owner=me.lease_owner,
                       started_at=datetime.now(UTC), progress={"done": 1, "total": 4})  # fmt: skip

@@ -19,6 +19,19 @@ from tests.console.conftest import insert_run
 from tests.console.test_security import client
 
 
+def silent_node(runtime: Any) -> nodes.Node:
+    """A worker-email process on box-7 whose last heartbeat was a minute ago (killed, say)."""
+    ns = runtime.settings.broker_namespace
+    client = redis_client(runtime)
+    now_ms = time.time() * 1000
+    silent = nodes.Node(id=str(uuid.uuid4()), host="box-7", pid=4242, service="worker-email",
+                        queues=["email"], threads=8, started_ms=int(now_ms - 600_000),
+                        lease_owner="box-7:4242:abcd1234")  # fmt: skip
+    client.hset(nodes.nodes_key(ns), silent.id, json.dumps(silent.__dict__))
+    client.zadd(f"{ns}:__heartbeats__", {silent.id: now_ms - 60_000})
+    return silent
+
+
 def test_a_worker_records_which_process_it_is_and_its_runs_show_under_it(
     runtime: Any, fleet: Any, db: Any, tmp_path: Path
 ) -> None:
@@ -42,14 +55,9 @@ def test_a_stale_heartbeat_says_which_process_it_was_and_an_unknown_one_says_so(
     runtime: Any, db: Any, tmp_path: Path
 ) -> None:
     ns = runtime.settings.broker_namespace
-    r = redis_client(runtime)
-    now_ms = time.time() * 1000
-    silent = nodes.Node(id=str(uuid.uuid4()), host="box-7", pid=4242, service="worker-email",
-                        queues=["email"], threads=8, started_ms=int(now_ms - 600_000),
-                        lease_owner="box-7:4242:abcd1234")  # fmt: skip
-    r.hset(nodes.nodes_key(ns), silent.id, json.dumps(silent.__dict__))
+    silent = silent_node(runtime)
     unknown = str(uuid.uuid4())
-    r.zadd(f"{ns}:__heartbeats__", {silent.id: now_ms - 60_000, unknown: now_ms - 90_000})
+    redis_client(runtime).zadd(f"{ns}:__heartbeats__", {unknown: time.time() * 1000 - 90_000})
     orphan = insert_run(db, status="RUNNING", lease_owner="gone-host:1:ffff0000",
                         started_at=datetime.now(UTC))  # fmt: skip
     taken = insert_run(db, status="RUNNING", lease_owner=silent.lease_owner,
