@@ -48,6 +48,15 @@ JOBS = [
     ("chain:mint_badge", "chain-actions"), ("chain:claim_prize", "chain-actions"),
     ("chain:claim_refund", "chain-actions"),
 ]  # fmt: skip
+#: The error text of each error code (the search line's words find them).
+MESSAGES = [
+    "SMTPRecipientsRefused: 550 mailbox unavailable",
+    "InvalidPayload: field required: entity_id",
+    "WorkerCrashed: the process died 3 times running this job",
+    "TimeLimitExceeded: the job ran longer than 600 s",
+    "RpcOutage: connection refused by the EVM node",
+    "OcrFailed: tesseract could not read page 3",
+]
 ERRORS = [
     "SMTP_REJECTED",
     "INVALID_PAYLOAD",
@@ -63,10 +72,13 @@ INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, enti
                       queued_at, started_at, finished_at)
 SELECT org, job, org::text || ':' || job || ':' || g || ':' || left(md5(g::text), 16), queue,
        status, 'bench', md5(g::text),
-       jsonb_build_object('v', 1, 'org_id', org, 'entity_id', md5(g::text), 'api_key', 'sk-bench'),
+       jsonb_build_object('v', 1, 'org_id', org, 'entity_id', md5(g::text), 'api_key', 'sk-bench',
+                          'to', 'user' || g || '@example.com',
+                          'template_key', (ARRAY['welcome', 'reset', 'invoice', 'digest', 'alert'])[1 + (g %% 5)],
+                          'round_id', g %% 1000),
        CASE WHEN status = 'COMPLETED' THEN jsonb_build_object('ok', true) END,
        CASE WHEN status = 'DEAD' THEN (%(errors)s::text[])[1 + (g %% 6)] END,
-       CASE WHEN status = 'DEAD' THEN 'bench failure ' || g END,
+       CASE WHEN status = 'DEAD' THEN (%(messages)s::text[])[1 + (g %% 6)] || ' (run ' || g || ')' END,
        CASE WHEN status = 'DEAD' THEN 3 ELSE 1 END, 3,
        CASE WHEN r3 < 0.5 THEN 'req-' || g END, md5('m' || g),
        queued_at, queued_at + interval '20 ms',
@@ -116,7 +128,13 @@ SIDE_TABLES = [
 ]
 
 
-def generate(dsn: str, rows: int, *, console_indexes: bool) -> dict[str, float]:
+#: Migration 0017_console_search's indexes (the search line's payload fields and error words).
+SEARCH_INDEXES = ("ix_job_runs_console_payload", "ix_job_runs_console_error")
+
+
+def generate(
+    dsn: str, rows: int, *, console_indexes: bool, search_indexes: bool = True
+) -> dict[str, float]:
     timings: dict[str, float] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET synchronous_commit TO off")
@@ -130,16 +148,19 @@ def generate(dsn: str, rows: int, *, console_indexes: bool) -> dict[str, float]:
         t = time.perf_counter()
         conn.execute(
             GENERATE,
-            {"rows": rows, "errors": ERRORS, "jobs": [j for j, _ in JOBS],
-             "queues": [q for _, q in JOBS]},
+            {"rows": rows, "errors": ERRORS, "messages": MESSAGES,
+             "jobs": [j for j, _ in JOBS], "queues": [q for _, q in JOBS]},
         )  # fmt: skip
         timings["insert_s"] = time.perf_counter() - t
         t = time.perf_counter()
         for name, definition in indexes:
-            if console_indexes or not name.startswith(
+            if not console_indexes and name.startswith(
                 ("ix_job_runs_console", "ix_job_runs_finished_at_job")
             ):
-                conn.execute(definition)
+                continue
+            if not search_indexes and name in SEARCH_INDEXES:
+                continue
+            conn.execute(definition)
         timings["indexes_s"] = time.perf_counter() - t
         for sql in SIDE_TABLES:
             conn.execute(sql)
@@ -147,6 +168,45 @@ def generate(dsn: str, rows: int, *, console_indexes: bool) -> dict[str, float]:
         conn.execute("VACUUM ANALYZE")
         timings["vacuum_analyze_s"] = time.perf_counter() - t
     return timings
+
+
+def roll_up(sandbox: Sandbox) -> float:
+    """The scheduler's run-stats job once over the generated runs (its first pass: a day)."""
+    from datetime import UTC, datetime
+
+    from shared import run_stats
+    from shared.runtime import Runtime
+
+    runtime = Runtime(sandbox.settings)
+    try:
+        t = time.perf_counter()
+        run_stats.roll_up(runtime, now=datetime.now(UTC))
+        return time.perf_counter() - t
+    finally:
+        runtime.close()
+
+
+def seed_nodes(sandbox: Sandbox, dsn: str) -> None:
+    """Worker processes as they record themselves (`shared/broker/nodes.py`): 10 alive, one
+    stale; each live one holds some of the RUNNING runs."""
+    from shared.broker import nodes
+
+    client = sandbox.redis()
+    ns = sandbox.namespace
+    now_ms = int(time.time() * 1000)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for i in range(11):
+            queue = JOBS[i % len(JOBS)][1]
+            node = nodes.Node(id=f"bench-node-{i}", host=f"host-{i % 3}", pid=1000 + i,
+                              service=f"worker-{queue}", queues=[queue], threads=8,
+                              started_ms=now_ms - 3_600_000, lease_owner=f"host-{i % 3}:{1000 + i}:b")  # fmt: skip
+            client.hset(nodes.nodes_key(ns), node.id, json.dumps(node.__dict__))
+            client.zadd(f"{ns}:__heartbeats__", {node.id: now_ms - (60_000 if i == 10 else 0)})
+            conn.execute(
+                "UPDATE job_runs SET lease_owner = %s WHERE id IN (SELECT id FROM job_runs"
+                " WHERE status = 'RUNNING' AND queue = %s AND lease_owner IS NULL LIMIT 8)",
+                (node.lease_owner, queue),
+            )
 
 
 def free_port() -> int:
@@ -188,6 +248,7 @@ def pages(dsn: str) -> dict[str, str]:
             " AND status = 'DEAD' LIMIT 1"
         ).fetchone()
         assert one is not None
+        dead_g = one[0].split(":")[-2]  # the generated run's number, in its error text
     week_ago = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() - 7 * 86400))
     six_days = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() - 6 * 86400))
     return {
@@ -208,6 +269,18 @@ def pages(dsn: str) -> dict[str, str]:
         "dead: queue": "/dead?queue=doc",
         "dead: error code": "/dead?error_code=OCR_FAILED",
         "dead: org (smallest)": f"/dead?org_id={small}",
+        "search: payload, one run": '/runs?q=payload.to:"user123457@example.com"',
+        "search: payload, 1 in 1,000": "/runs?q=args.round_id:7",
+        "search: payload, 1 in 5": "/runs?q=payload.template_key:welcome",
+        "search: error words, rare": f'/runs?q="(run {dead_g})"',
+        "search: error words, 1 in 3 dead": "/runs?q=refused",
+        "search: status+payload+words": "/runs?q=status:DEAD payload.template_key:invoice refused",
+        "search: negation+job": "/runs?q=-status:COMPLETED job:doc:ocr",
+        "search: org+payload": f"/runs?q=org:{small} payload.template_key:reset",
+        "charts: last hour": "/charts?range=hour",
+        "charts: last hour (live part)": "/charts/live?range=hour",
+        "charts: last day": "/charts?range=day",
+        "nodes": "/nodes",
         "outbox": "/outbox",
         "tenants": "/tenants",
         "chain": "/chain",
@@ -226,20 +299,29 @@ def deep_url(client: httpx.Client, depth: int = 20) -> str:
 
 
 def time_page(client: httpx.Client, url: str, requests: int) -> dict[str, Any]:
+    """`requests` GETs of `url` after 5 warm-up ones: the server's own time (its Server-Timing
+    header: from the request reaching the app to the response leaving it) and the client's."""
     for _ in range(5):
         client.get(url)
-    samples = []
+    server, seen = [], []
     size = 0
     for _ in range(requests):
         t = time.perf_counter()
         answer = client.get(url)
-        samples.append((time.perf_counter() - t) * 1000)
+        seen.append((time.perf_counter() - t) * 1000)
         assert answer.status_code == 200, (url, answer.status_code, answer.text[:300])
+        timing = re.search(r"app;dur=([0-9.]+)", answer.headers.get("server-timing", ""))
+        assert timing, "no Server-Timing header"
+        server.append(float(timing.group(1)))
         size = len(answer.content)
-    samples.sort()
-    p95 = samples[min(len(samples) - 1, round(0.95 * len(samples)) - 1)]
-    return {"p50_ms": round(samples[len(samples) // 2], 1), "p95_ms": round(p95, 1),
-            "max_ms": round(samples[-1], 1), "bytes": size, "ok": p95 <= TARGET_MS}  # fmt: skip
+
+    def p95(samples: list[float]) -> float:
+        samples = sorted(samples)
+        return samples[min(len(samples) - 1, round(0.95 * len(samples)) - 1)]
+
+    return {"p50_ms": round(sorted(server)[len(server) // 2], 1), "p95_ms": round(p95(server), 1),
+            "max_ms": round(max(server), 1), "client_p95_ms": round(p95(seen), 1), "bytes": size,
+            "ok": p95(server) <= TARGET_MS}  # fmt: skip
 
 
 def main() -> int:
@@ -248,20 +330,33 @@ def main() -> int:
     )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=60)
-    parser.add_argument("--without-console-indexes", action="store_true",
-                        help="leave out the indexes of migration 0013_console (the before figure)")  # fmt: skip
+    parser.add_argument(
+        "--without-console-indexes",
+        action="store_true",
+        help="leave out the indexes of migration 0013_console (the before figure)",
+    )
+    parser.add_argument(
+        "--without-search-indexes",
+        action="store_true",
+        help="leave out the indexes of migration 0017_console_search",
+    )
+    parser.add_argument("--only", default="",
+                        help="time only the pages whose name contains this (e.g. search)")  # fmt: skip
     args = parser.parse_args()
     sandbox = Sandbox(Settings())
     log = Path(tempfile.mkdtemp(prefix="bench-console-")) / "console.log"
     proc: subprocess.Popen[bytes] | None = None
     try:
         sandbox.create()
-        load = generate(sandbox.dsn, args.rows, console_indexes=not args.without_console_indexes)
+        load = generate(sandbox.dsn, args.rows, console_indexes=not args.without_console_indexes,
+                        search_indexes=not args.without_search_indexes)  # fmt: skip
+        load["run_stats_roll_up_s"] = roll_up(sandbox)
+        seed_nodes(sandbox, sandbox.dsn)
         print(f"generated {args.rows:,} runs: " + ", ".join(f"{k} {v:.1f}" for k, v in load.items()),
               file=sys.stderr)  # fmt: skip
         port = free_port()
         proc = start_console(sandbox, port, log)
-        urls = pages(sandbox.dsn)
+        urls = {k: v for k, v in pages(sandbox.dsn).items() if args.only in k}
         results: dict[str, Any] = {}
         headers = {"Authorization": f"Bearer {TOKEN}"}
         with httpx.Client(
@@ -272,11 +367,14 @@ def main() -> int:
                     url = deep_url(client)
                 results[name] = time_page(client, url, args.requests)
                 r = results[name]
-                print(f"{name:28} p50 {r['p50_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  max {r['max_ms']:7.1f} ms"
-                      f"  {r['bytes']:7,} B  {'ok' if r['ok'] else 'OVER ' + str(TARGET_MS) + ' ms'}")  # fmt: skip
+                print(f"{name:34} p50 {r['p50_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  max {r['max_ms']:7.1f} ms"
+                      f"  (client p95 {r['client_p95_ms']:7.1f})  {r['bytes']:7,} B"
+                      f"  {'ok' if r['ok'] else 'OVER ' + str(TARGET_MS) + ' ms'}")  # fmt: skip
         summary = {
             "bench": "console pages", "rows": args.rows, "requests_per_page": args.requests,
-            "console_indexes": not args.without_console_indexes, "target_p95_ms": TARGET_MS,
+            "console_indexes": not args.without_console_indexes,
+            "search_indexes": not args.without_search_indexes, "target_p95_ms": TARGET_MS,
+            "timed": "server side (Server-Timing), client p95 beside it",
             "load": {k: round(v, 1) for k, v in load.items()}, "cpus": os.cpu_count(),
             "pages": results, "all_within_target": all(r["ok"] for r in results.values()),
         }  # fmt: skip

@@ -16,7 +16,7 @@ from datetime import datetime
 
 import structlog
 
-from shared import maintenance
+from shared import maintenance, run_stats
 from shared.domains import load_target, periodic_jobs
 from shared.outbox import RelayStats, relay_once
 from shared.runtime import Runtime
@@ -58,5 +58,7 @@ SCHEDULE: tuple[Periodic, ...] = (
     Periodic("maintenance", upkeep.maintain, lambda: scheduler_settings().maintenance_interval_s),
     # Cheap (one Redis command, the runs in flight); re-enqueues go through the job-id gate.
     Periodic("recovery", upkeep.recover, lambda: maintenance.RECOVERY_INTERVAL_S),
+    # The console's charts: finished runs rolled up per minute (under a row lock).
+    Periodic("run-stats", upkeep.roll_up_stats, lambda: run_stats.INTERVAL_S),
     *_registered(),
 )

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import structlog
 
-from shared import maintenance
+from shared import maintenance, run_stats
 from shared.runtime import Runtime
 
 log = structlog.get_logger("jobfleet.scheduler")
@@ -38,3 +38,9 @@ def recover(runtime: Runtime, now: datetime) -> maintenance.Recovery:
     """Every few seconds: what Redis lost (its data, a dead worker's running job) is enqueued
     again at once, not at the next full maintenance."""
     return maintenance.recover(runtime, now=now)
+
+
+def roll_up_stats(runtime: Runtime, now: datetime) -> int:
+    """The runs finished in the whole minutes since the last pass, rolled up for the console's
+    charts (`shared/run_stats.py`)."""
+    return run_stats.roll_up(runtime, now=now)

@@ -8,7 +8,7 @@ from typing import Any
 import dramatiq
 from dramatiq.middleware import TimeLimit
 
-from .broker import FleetRedisBroker, build_broker, consumers_check
+from .broker import FleetRedisBroker, build_broker, consumers_check, nodes
 from .config import Settings, get_settings
 from .db.connect import run_writer
 from .db.watch import RunStoreWatch
@@ -150,7 +150,10 @@ def worker_broker(
         Metrics(),
         TimeLimit(time_limit=settings.default_time_limit_ms),
         tracking,
-        Heartbeat(interval_ms=settings.heartbeat_interval_ms),
+        Heartbeat(
+            interval_ms=settings.heartbeat_interval_ms,
+            nodes=nodes.recorder(service, lambda: writer.owner),
+        ),
         services,
     ):
         broker.add_middleware(middleware)

@@ -7,6 +7,7 @@ the attempt count, records who replayed it and when, and enqueues the stored pay
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -42,6 +43,11 @@ class Replay:
     dry_run: bool
 
 
+#: The states a run can be replayed from: it ended without success and nothing of it is left
+#: in the broker (a CANCELED run too: the console's retry, issue 32).
+REPLAYABLE = ("DEAD", "CANCELED")
+
+
 def replay(
     job_id: str,
     *,
@@ -49,10 +55,14 @@ def replay(
     by: str,
     dry_run: bool = False,
     runtime: Runtime | None = None,
+    states: Sequence[str] = ("DEAD",),
 ) -> Replay:
     """Replay the DEAD run of `job_id` in org `org_id` (a run of another org is "no run",
     exactly like a missing one). `org_id=None` is the operator's unscoped action: a required
-    keyword, so that no caller replays across tenants by forgetting it."""
+    keyword, so that no caller replays across tenants by forgetting it. `states`: the states
+    replayed (at most `REPLAYABLE`; the CLI and the API replay DEAD runs only)."""
+    if not set(states) <= set(REPLAYABLE):
+        raise ValueError(f"only {', '.join(REPLAYABLE)} runs can be replayed, not {states}")
     runtime = runtime or get_runtime()
     scope, params = ("AND org_id = %s", [org_id]) if org_id is not None else ("", [])
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -64,8 +74,10 @@ def replay(
         ).fetchone()
         if row is None:
             raise RunNotFound(f"no run {job_id}" + (f" for org {org_id}" if org_id else ""))
-        if row["status"] != "DEAD":
-            raise InvalidState(f"{job_id} is {row['status']}; only DEAD runs are replayed")
+        if row["status"] not in states:
+            raise InvalidState(
+                f"{job_id} is {row['status']}; only {' or '.join(states)} runs are replayed"
+            )
         if dry_run:
             return Replay(job_id, None, dry_run=True)
         spec = catalog.BY_NAME.get(row["job_name"])

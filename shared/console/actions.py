@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from .. import pauses, periodic
 from ..errors import FleetError
 from ..jobs import runs as run_store
-from . import audit, dead, fleet, ledgers, search
+from . import audit, bulk, dead, fleet, ledgers, search
 from .app import Console, console_of
 from .security import SESSION_COOKIE, Operator
 
@@ -158,49 +158,31 @@ def cancel_run(request: Request, con: Con, auth: Checked) -> Response:
     return _back(form, f"/runs/{quote(job_id, safe='')}", f"{said}: {job_id}")
 
 
-#: A run in these is canceled at once; a RUNNING one at its handler's next progress/checkpoint.
-CANCELABLE = ("STAGED", "QUEUED", "FAILED", "RUNNING")
-
-
-@router.post("/runs/cancel", response_class=HTMLResponse)
-def cancel_runs(request: Request, con: Con, auth: Checked) -> Response:
-    """Cancel the cancelable runs of a search (at most `dead.BULK_LIMIT`): a dry run (how many,
-    which) until confirmed, then each as `cancel_run` does; audited once with the count."""
+@router.post("/runs/{action}", response_class=HTMLResponse)
+def runs_action(action: str, request: Request, con: Con, auth: Checked) -> Response:
+    """Cancel, retry or delete the runs of a search in the action's states (`bulk.py`, at most
+    `dead.BULK_LIMIT`): a dry run (how many, which) until confirmed; audited."""
     op, form = auth
-    rt = con.runtime()
-    names = ("org_id", "job_name", "status", "entity_id", "request_id", "since", "until")
+    if action not in bulk.ACTIONS:
+        raise HTTPException(404, f"no action {action}")
+    todo, rt = bulk.ACTIONS[action], con.runtime()
+    values = {n: form.get(f"f_{n}") for n in search.SEARCH_FIELDS}
     try:
-        flt = search.RunFilter.parse({n: form.get(f"f_{n}") or "" for n in names})
+        flt = search.RunFilter.parse(values)
     except search.BadFilter as exc:
         raise HTTPException(400, f"bad filter: {exc}") from exc
-    statuses = [flt.status] if flt.status in CANCELABLE else [] if flt.status else CANCELABLE
-    targets: list[tuple[str, UUID]] = []
-    for status in statuses:
-        one = search.RunFilter(**{**flt.__dict__, "status": status})
-        left = dead.BULK_LIMIT - len(targets)
-        targets += search.matching_ids(rt, one, orgs=op.orgs, limit=left) if left > 0 else []
-    parts = [f"{k}={v}" for k, v in flt.__dict__.items() if v is not None]
-    what = "search " + (" ".join(parts) or "(every run)")
-    back = "/runs?" + urlencode({n: form.get(f"f_{n}") or "" for n in names if form.get(f"f_{n}")})
+    targets = bulk.targets(rt, todo, flt, op.orgs)
+    what = bulk.describe(flt)
+    back = "/runs?" + urlencode({n: v for n, v in values.items() if v})
     if not targets:
-        return _back(form, back, f"no cancelable run ({what})")
+        return _back(form, back, f"no run to {action} ({what})")
     if form.get("confirm") != "1":
         hidden = [(k, v) for k, v in form.items() if k not in ("csrf", "confirm")]
         return con.render(
-            request, op, "confirm_cancel.html", page="runs", runs=targets[:20],
+            request, op, "confirm_runs.html", page="runs", runs=targets[:20], todo=todo,
             count=len(targets), what=what, hidden=hidden, limit=dead.BULK_LIMIT, back=back,
         )  # fmt: skip
-    outcome: dict[str, int] = {}
-    for job_id, _org in targets:
-        try:
-            status = run_store.cancel(job_id, org_id=None, runtime=rt)
-        except FleetError:
-            status = "GONE"  # purged or finished meanwhile: nothing to cancel
-        outcome[status] = outcome.get(status, 0) + 1
-    audit.record(rt, actor=op.name, action="runs-cancel", target=what, count=len(targets),
-                 detail=outcome, client=_client(request))  # fmt: skip
-    said = ", ".join(f"{n} {s.lower()}" for s, n in sorted(outcome.items()))
-    return _back(form, back, f"canceled {outcome.get('CANCELED', 0)} of {len(targets)} ({said})")
+    return _back(form, back, bulk.act(rt, todo, targets, op, client=_client(request), what=what))
 
 
 @router.post("/dead/{action}", response_class=HTMLResponse)

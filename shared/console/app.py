@@ -3,9 +3,10 @@
     fleet web                                     # 127.0.0.1:8190 (CONSOLE_HOST / CONSOLE_PORT)
     uvicorn shared.console.app:create_app --factory
 
-The kernel's pages: Overview (live), Runs, a run, Dead letters, Outbox, Tenants, Audit. Auth and
-CSRF: `security.py`; the figures: `fleet.py`, `search.py`, `ledgers.py`; the actions:
-`actions.py`. The domains add theirs (pages with their nav entries, cards on the Tenants page
+The kernel's pages: Overview (live), Charts (live), Nodes, Runs, a run, Dead letters, Outbox,
+Tenants, Audit. Auth and CSRF: `security.py`; the figures: `fleet.py`, `charts.py`,
+`nodes.py`, `search.py` (with the search line, `query.py`), `ledgers.py`; the actions:
+`actions.py`, `bulk.py`, `dead.py`. The domains add theirs (pages with their nav entries, cards on the Tenants page
 and on the Overview) through the console module their registration names: the protocol is in
 `plugins.py`; with none registered the kernel's pages stand alone. Needs the `api` extra.
 """
@@ -13,6 +14,7 @@ and on the Overview) through the console module their registration names: the pr
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 #: The kernel's pages in the nav bar, (page key, label, path); the domains' go before the last.
 NAV_HEAD = (
     ("overview", "Overview", "/"),
+    ("charts", "Charts", "/charts"),
+    ("nodes", "Nodes", "/nodes"),
     ("runs", "Runs", "/runs"),
     ("dead", "Dead letters", "/dead"),
     ("outbox", "Outbox", "/outbox"),
@@ -155,6 +159,10 @@ def _ms(value: Any) -> str:
     return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
 
 
+def _from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
 def _json(value: Any) -> str:
     import json
 
@@ -187,7 +195,10 @@ def create_app(
     )
     env = jinja2.Environment(loader=loader, autoescape=jinja2.select_autoescape())
     templates = Jinja2Templates(env=env)
-    templates.env.filters.update(t=_fmt_time, ago=_ago, ms=_ms, pretty=_json)
+    templates.env.filters.update(t=_fmt_time, ago=_ago, ms=_ms, pretty=_json, ts=_from_epoch)
+    from .search import SEARCH_FIELDS
+
+    templates.env.globals["search_fields"] = SEARCH_FIELDS
     if state_file is None:
         state_file = Path(get_settings().var_dir) / "run" / "fleet.json"
     app = FastAPI(title="jobfleet console", docs_url=None, redoc_url=None, openapi_url=None)
@@ -231,7 +242,10 @@ def create_app(
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        started = time.perf_counter()
         response: Response = await call_next(request)
+        # How long the console took (bench/console.py reads it: the server's own time).
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")

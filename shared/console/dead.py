@@ -67,12 +67,14 @@ def replay(
     *,
     client: str | None,
     what: str,
+    states: Sequence[str] = ("DEAD",),
 ) -> Outcome:
+    """Replay these runs (those still in `states` now), audited once."""
     outcome = Outcome()
     for job_id, org_id in runs:
         try:
             # Scoped to the run's own org: a restricted operator's runs were filtered already.
-            dlq.replay(job_id, org_id=org_id, by=operator.name, runtime=runtime)
+            dlq.replay(job_id, org_id=org_id, by=operator.name, runtime=runtime, states=states)
             outcome.done.append(job_id)
         except FleetError as exc:
             outcome.failed[job_id] = f"{exc.code}: {exc}"
@@ -95,16 +97,18 @@ def purge(
     *,
     client: str | None,
     what: str,
+    states: Sequence[str] = ("DEAD",),
 ) -> int:
-    """Delete these DEAD runs (still DEAD now) and release their job ids."""
+    """Delete these runs (those still in `states` now: finished ones, whose messages are gone)
+    and release their job ids; audited once."""
     ids = [job_id for job_id, _ in runs]
     with runtime.pool.connection() as conn:
         conn.execute("SET LOCAL synchronous_commit TO on")
         gone = [
             r[0]
             for r in conn.execute(
-                "DELETE FROM job_runs WHERE job_id = ANY(%s) AND status = 'DEAD' RETURNING job_id",
-                (ids,),
+                "DELETE FROM job_runs WHERE job_id = ANY(%s) AND status = ANY(%s) RETURNING job_id",
+                (ids, list(states)),
             ).fetchall()
         ]
     runtime.sender.gate.forget(gone)

@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 
 from .. import limits, periodic
 from ..jobs import catalog
-from ..observability.probes import heartbeats, queue_lengths
+from ..observability import probes
 from ..pauses import paused_everywhere, redis_client
 from ..queue_servers import label, server_of
 from ..runtime import Runtime
@@ -44,7 +44,7 @@ def queues(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     REDIS_QUEUE_URLS), running and dead (job_runs), finished in the last minute, paused or not
     (who, why, since when), and which Redis server carries it."""
     ns = runtime.settings.broker_namespace
-    depths = queue_lengths(runtime.queue_servers, ns, catalog.QUEUES)  # every lane of each
+    depths = probes.queue_lengths(runtime.queue_servers, ns, catalog.QUEUES)  # every lane of each
     paused = paused_everywhere(runtime.queue_servers, ns)
     limited = {
         q: limits.queue_limits(runtime.queue_servers.client(q), runtime.settings, q)
@@ -127,25 +127,34 @@ def durations(runtime: Runtime, orgs: Sequence[UUID] = ()) -> list[Section]:
     ]
 
 
+def heartbeats(runtime: Runtime) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """Every process's last heartbeat (broker id -> ms), and the dead consumer threads each
+    reported (broker id -> {queues, at}), from every Redis server of the queues."""
+    beats, dead_raw = probes.heartbeats(runtime.queue_servers, runtime.settings.broker_namespace)
+    return (
+        {(m.decode() if isinstance(m, bytes) else str(m)): float(s) for m, s in beats},
+        {k.decode(): json.loads(v) for k, v in dead_raw.items()},
+    )
+
+
 def workers(runtime: Runtime, state_file: Path, *, now_ms: float | None = None) -> Section:
     """Consumers with their last heartbeat (alive: younger than the heartbeat timeout), dead
     consumer threads, and the processes `make run` supervises (from its state file)."""
-
     settings = runtime.settings
-    beats, dead_raw = heartbeats(runtime.queue_servers, settings.broker_namespace)
+    beats, dead_raw = heartbeats(runtime)
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     consumers: list[dict[str, Any]] = [
         {
-            "id": (member.decode() if isinstance(member, bytes) else str(member)),
-            "age_s": round((now_ms - float(score)) / 1000, 1),
-            "alive": now_ms - float(score) < settings.heartbeat_timeout_ms,
+            "id": member,
+            "age_s": round((now_ms - score) / 1000, 1),
+            "alive": now_ms - score < settings.heartbeat_timeout_ms,
         }
-        for member, score in beats
+        for member, score in beats.items()
     ]
     dead = {
-        k.decode(): json.loads(v)["queues"]
+        k: v["queues"]
         for k, v in dead_raw.items()
-        if now_ms - float(json.loads(v)["at"]) < settings.heartbeat_timeout_ms
+        if now_ms - float(v["at"]) < settings.heartbeat_timeout_ms
     }
     processes: list[Section] = []
     if state_file.exists():

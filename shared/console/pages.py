@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
-from . import audit, fleet, ledgers, search
+from . import audit, charts, fleet, ledgers, nodes, search
 from .app import Console, console_of
 from .security import Operator
 
@@ -60,13 +60,45 @@ def _page(con: Con, op: Operator, request: Request, flt: search.RunFilter) -> di
     return {"rows": rows, "next_cursor": nxt, "q": query, "first": cursor is None}
 
 
+def _charts(request: Request, con: Con) -> dict[str, Any]:
+    span = request.query_params.get("range", "hour")
+    if span not in charts.RANGES:
+        raise HTTPException(400, f"range: hour or day, not {span!r}")
+    return charts.data(con.runtime(), span)
+
+
+@router.get("/charts", response_class=HTMLResponse)
+def charts_page(request: Request, con: Con, op: Op) -> HTMLResponse:
+    return con.render(request, op, "charts.html", page="charts", c=_charts(request, con))
+
+
+@router.get("/charts/live", response_class=HTMLResponse)
+def charts_live(request: Request, con: Con, op: Op) -> HTMLResponse:
+    """The charts alone: what the page's htmx poll swaps in."""
+    return con.render(request, op, "_charts.html", c=_charts(request, con))
+
+
+@router.get("/nodes", response_class=HTMLResponse)
+def nodes_page(request: Request, con: Con, op: Op) -> HTMLResponse:
+    """Each worker process, what it runs now (the operator's orgs' runs), stale ones explained."""
+    data = nodes.page(con.runtime(), orgs=op.orgs)
+    return con.render(request, op, "nodes.html", page="nodes", **data)
+
+
 @router.get("/runs", response_class=HTMLResponse)
 def runs(request: Request, con: Con, op: Op) -> HTMLResponse:
-    flt = _filters(request)
+    facets = search.facets(con.runtime())
+    try:
+        flt = search.RunFilter.parse(dict(request.query_params))
+    except search.BadFilter as exc:
+        # The page again, the operator's search kept in the form, with what is wrong above it.
+        query = {k: v for k, v in request.query_params.items() if v and k != "msg"}
+        return con.render(
+            request, op, "runs.html", status=400, page="runs", facets=facets, rows=[],
+            next_cursor=None, q=query, first=True, bad=str(exc),
+        )  # fmt: skip
     data = _page(con, op, request, flt)
-    return con.render(
-        request, op, "runs.html", page="runs", facets=search.facets(con.runtime()), **data
-    )
+    return con.render(request, op, "runs.html", page="runs", facets=facets, **data)
 
 
 @router.get("/runs/{job_id:path}", response_class=HTMLResponse)

@@ -4,10 +4,17 @@ Newest first on `(queued_at, job_id)`; the cursor is the last row's key (the job
 own cursor format), so a page costs an index range scan however deep it is: migration
 `0013_console` gives each leading filter its index. A console restricted to some orgs adds
 `org_id = ANY(...)` to every read, and a run of another org is "no run".
+
+The search line (`q`, `query.py`) adds conditions on the payload and the error text, answered
+by inverted indexes (migration 0017_console_search). How many runs such a condition matches is
+unknown to the planner, so a read probes each first (`_plan`, `FUZZY_PROBE`): few matches are
+read through the inverted index and sorted, many are found sooner by walking the runs newest
+first and filtering.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +27,7 @@ from ..jobs.runs import RunView
 from ..jobs.statuses import RUN_STATUSES
 from ..observability.logging import redact
 from ..runtime import Runtime
+from . import query as syntax
 
 #: What a list shows of a run (payloads and results only on a run's page).
 LIST_COLUMNS = (
@@ -27,10 +35,19 @@ LIST_COLUMNS = (
     " max_attempts, request_id, queued_at, started_at, finished_at, replay_count"
 )
 STATUSES = RUN_STATUSES
+#: The Runs page's search (its line and its form's fields), which a bulk action's form carries
+#: back as `f_<name>`.
+SEARCH_FIELDS = ("q", "org_id", "job_name", "status", "entity_id", "request_id", "since", "until")
 
 
 class BadFilter(ValueError):
-    """A filter the console cannot read (a malformed org id, date or cursor)."""
+    """A filter the console cannot read (a malformed org id, date, cursor or search line)."""
+
+
+#: A payload or error-text condition that matches fewer runs than this is read through its
+#: inverted index (then sorted); one that matches more, by walking the runs in order and
+#: filtering (its matches are dense: a page is found within a few thousand rows).
+FUZZY_PROBE = 5000
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,8 @@ class RunFilter:
     error_code: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    #: The search line (`query.py`).
+    q: str | None = None
 
     @classmethod
     def parse(cls, query: dict[str, str], *, status: str | None = None) -> RunFilter:
@@ -63,15 +82,24 @@ class RunFilter:
                     if raw.upper() not in STATUSES:
                         raise ValueError(f"unknown status {raw!r}")
                     values[f.name] = raw.upper()
+                elif f.name == "q":
+                    syntax.compile(raw)  # read now: a malformed line is the operator's to fix
+                    values[f.name] = raw
                 else:
                     values[f.name] = raw
+            except syntax.BadQuery as exc:
+                raise BadFilter(f"search: {exc}") from exc
             except ValueError as exc:
                 raise BadFilter(f"{f.name}: {exc}") from exc
         if status is not None:
             values["status"] = status
         return cls(**values)
 
-    def where(self, orgs: tuple[UUID, ...]) -> tuple[list[str], list[Any]]:
+    def where(
+        self, orgs: tuple[UUID, ...], frequent: frozenset[int] = frozenset()
+    ) -> tuple[list[str], list[Any]]:
+        """SQL conditions and parameters; `frequent`: the search line's payload or error-text
+        conditions to write so that no index answers them (`_plan`)."""
         where: list[str] = []
         params: list[Any] = []
         for name in (
@@ -93,10 +121,57 @@ class RunFilter:
         if self.until is not None:
             where.append("queued_at < %s")
             params.append(self.until)
+        if self.q:
+            more, more_params = syntax.compile(self.q).sql(frequent)
+            where.extend(more)
+            params.extend(more_params)
         if orgs:
             where.append("org_id = ANY(%s)")
             params.append(list(orgs))
         return where or ["TRUE"], params
+
+
+#: How long a probe's answer is reused: how many runs a term matches changes slowly, and an
+#: operator pages through a search, or its page is polled (a probe costs 10-80 ms on 1M runs).
+PROBE_TTL_S = 60.0
+_probed: dict[tuple[str, str], tuple[float, bool]] = {}
+
+
+def _frequent(conn: Any, condition: syntax.Condition) -> bool:
+    """Whether `condition` matches at least `FUZZY_PROBE` runs (read through its index)."""
+    key = (condition.sql, repr(condition.params))
+    now = time.monotonic()
+    cached = _probed.get(key)
+    if cached is not None and now - cached[0] < PROBE_TTL_S:
+        return cached[1]
+    row = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE {condition.sql} LIMIT %s) AS m",
+        [*condition.params, FUZZY_PROBE],
+    ).fetchone()
+    found = row is not None and row[0] >= FUZZY_PROBE
+    if len(_probed) >= 512:
+        _probed.clear()
+    _probed[key] = (now, found)
+    return found
+
+
+def _plan(conn: Any, flt: RunFilter) -> frozenset[int]:
+    """Within the caller's transaction: which of the search line's payload or error-text
+    conditions match many runs (at least `FUZZY_PROBE`, each probed through its index). Those
+    are written so that no index answers them when another one is rare (which leads); when
+    every one is frequent, bitmap scans are off for the transaction instead, so that the runs
+    are walked in order and filtered."""
+    if not flt.q:
+        return frozenset()
+    compiled = syntax.compile(flt.q)
+    frequent = {i for i in compiled.fuzzy if _frequent(conn, compiled.conditions[i])}
+    if frequent and frequent == set(compiled.fuzzy):
+        # Every one is frequent: kept as written (the planner estimates them from the column's
+        # statistics, which it cannot for the rewritten form) with no bitmap scan, so that the
+        # runs are walked in order, newest first.
+        conn.execute("SET LOCAL enable_bitmapscan = off")
+        return frozenset()
+    return frozenset(frequent)
 
 
 def page(
@@ -107,19 +182,20 @@ def page(
     limit: int = 50,
     cursor: str | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    where, params = flt.where(orgs)
     if cursor:
         try:
             at, job_id = decode_cursor(cursor)
         except ValueError as exc:
             raise BadFilter(str(exc)) from exc
-        where.append("(queued_at, job_id) < (%s, %s)")
-        params.extend([at, job_id])
-    sql = (
-        f"SELECT {LIST_COLUMNS} FROM job_runs WHERE {' AND '.join(where)}"
-        " ORDER BY queued_at DESC, job_id DESC LIMIT %s"
-    )
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        where, params = flt.where(orgs, _plan(conn, flt))
+        if cursor:
+            where.append("(queued_at, job_id) < (%s, %s)")
+            params.extend([at, job_id])
+        sql = (
+            f"SELECT {LIST_COLUMNS} FROM job_runs WHERE {' AND '.join(where)}"
+            " ORDER BY queued_at DESC, job_id DESC LIMIT %s"
+        )
         rows = cur.execute(sql, [*params, limit + 1]).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
@@ -143,8 +219,8 @@ def count(
 def matching_ids(
     runtime: Runtime, flt: RunFilter, *, orgs: tuple[UUID, ...] = (), limit: int
 ) -> list[tuple[str, UUID]]:
-    where, params = flt.where(orgs)
     with runtime.pool.connection() as conn:
+        where, params = flt.where(orgs, _plan(conn, flt))
         rows = conn.execute(
             f"SELECT job_id, org_id FROM job_runs WHERE {' AND '.join(where)}"
             " ORDER BY queued_at, job_id LIMIT %s",

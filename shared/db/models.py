@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    DDL,
     BigInteger,
     Boolean,
     DateTime,
@@ -15,6 +16,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    event,
     func,
     text,
 )
@@ -32,6 +34,11 @@ NAMING = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+
+
+# `ix_job_runs_console_error` is a trigram index: the schema built from these models needs
+# pg_trgm as the migration does (0017_console_search).
+event.listen(Base.metadata, "before_create", DDL("CREATE EXTENSION IF NOT EXISTS pg_trgm"))  # type: ignore[no-untyped-call]
 
 
 class JobRun(Base):
@@ -104,6 +111,21 @@ class JobRun(Base):
             "finished_at",
             postgresql_include=["job_name", "queue", "status", "started_at"],
             postgresql_where=text("finished_at IS NOT NULL"),
+        ),
+        # The console's search line: payload fields and error text (migration
+        # 0017_console_search; the trigram index only where pg_trgm is available).
+        Index(
+            "ix_job_runs_console_payload",
+            "payload",
+            postgresql_using="gin",
+            postgresql_ops={"payload": "jsonb_path_ops"},
+        ),
+        Index(
+            "ix_job_runs_console_error",
+            "error",
+            postgresql_using="gin",
+            postgresql_ops={"error": "gin_trgm_ops"},
+            postgresql_where=text("error IS NOT NULL"),
         ),
     )
 

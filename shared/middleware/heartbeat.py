@@ -4,12 +4,15 @@ Dramatiq's Redis consumer only beats when it fetches, and maintenance runs on a 
 commands; a worker whose threads are all busy can look dead, and a dead worker's messages can
 wait many minutes (1,021 s measured here). This thread calls the broker's `maintain` for every
 queue each `interval_ms`: a heartbeat, plus requeueing the unacked messages of workers silent
-for longer than `heartbeat_timeout_ms` (see `shared/broker/redis.py`).
+for longer than `heartbeat_timeout_ms` (see `shared/broker/redis.py`). At boot it records which
+process the heartbeat is (`shared/broker/nodes.py`: host, pid, queues, threads, lease owner),
+and at shutdown that it stopped, for the console's Nodes page.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import dramatiq
@@ -22,12 +25,21 @@ log = structlog.get_logger("jobfleet.heartbeat")
 
 
 class Heartbeat(Middleware):
-    def __init__(self, *, interval_ms: int) -> None:
+    def __init__(
+        self,
+        *,
+        interval_ms: int,
+        nodes: tuple[Callable[[Any, Any], None], Callable[[Any], None]] | None = None,
+    ) -> None:
         self.interval_s = interval_ms / 1000
+        #: (on boot, on shutdown) recording this process (`nodes.recorder`), or None.
+        self.nodes = nodes
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
+        if self.nodes is not None:
+            self.nodes[0](broker, worker)
         self._stop.clear()
         self._thread = threading.Thread(
             target=self._run, args=(broker,), name="jobfleet-heartbeat", daemon=True
@@ -55,6 +67,8 @@ class Heartbeat(Middleware):
 
     def after_worker_shutdown(self, broker: dramatiq.Broker, worker: Any) -> None:
         self._stop.set()
+        if self.nodes is not None:
+            self.nodes[1](broker)
 
     def _run(self, broker: Any) -> None:
         failing = False

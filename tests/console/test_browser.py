@@ -291,11 +291,12 @@ def test_every_page_reads_at_its_width(
     page = signed_in(chromium, console, viewport)
     width = viewport["width"]
     for path in ("/", "/runs", f"/runs/{data['secret']}", "/dead", "/outbox", "/tenants",
-                 "/chain", "/audit"):  # fmt: skip
+                 "/chain", "/audit", "/charts", "/charts?range=day", "/nodes"):  # fmt: skip
         answer = page.goto(path)
         assert answer.status == 200, path
         overflow = page.evaluate("document.documentElement.scrollWidth")
         assert overflow <= width, f"{path} is {overflow} px wide at {width} px"
-        name = {"/": "overview", f"/runs/{data['secret']}": "run"}.get(path, path.strip("/"))
+        name = {"/": "overview", f"/runs/{data['secret']}": "run",
+                "/charts?range=day": "charts-day"}.get(path, path.strip("/"))  # fmt: skip
         page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
     page.context.close()

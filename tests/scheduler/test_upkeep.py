@@ -9,7 +9,7 @@ from typing import Any
 from scheduler.process import build_scheduler
 from scheduler.settings import indexer_settings, keeper_settings, scheduler_settings
 from scheduler.upkeep import maintain
-from shared import maintenance
+from shared import maintenance, run_stats
 from shared.runtime import Runtime
 from workers.email.periodic import run_due as run_due_emails
 from workers.email.periodic import slot
@@ -65,6 +65,7 @@ def test_the_schedule_runs_every_job_alone_at_its_configured_interval(runtime: R
         "email-run-due": email_settings().due_interval_s,
         "maintenance": s.maintenance_interval_s,
         "recovery": maintenance.RECOVERY_INTERVAL_S,
+        "run-stats": run_stats.INTERVAL_S,
     }
     assert {k: j.trigger.interval.total_seconds() for k, j in jobs.items()} == expected
     assert all(j.max_instances == 1 and j.coalesce for j in jobs.values())
