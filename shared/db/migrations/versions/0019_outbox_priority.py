@@ -1,7 +1,7 @@
 """outbox_events.priority: a staged job's priority (high, default, low; NULL: its job's own)
 
-Revision ID: 0017_outbox_priority
-Revises: 0016_staged_runs
+Revision ID: 0019_outbox_priority
+Revises: 0018_run_stats
 
 The relay sends the event with it (docs/kernel.md, "Fair share, limits and priorities"). NULL
 for every earlier row and for producers that stage without one (the Node.js kit's statement).
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0017_outbox_priority"
-down_revision = "0016_staged_runs"
+revision = "0019_outbox_priority"
+down_revision = "0018_run_stats"
 branch_labels = None
 depends_on = None
 
