@@ -38,6 +38,7 @@ from tests.console.test_security import client as console
 from tests.integration.test_k8s_scaling import TOKEN, get
 from tests.support.jobs import ECHO, ECHO_B
 from tests.support.procs import Procs, RedisServer, free_port
+from tests.support.queues import queued
 from tests.support.wait import wait_for
 
 N = 20
@@ -66,7 +67,7 @@ def email() -> dict[str, Any]:
 
 
 def lengths(client: redis.Redis, ns: str, *queues: str) -> dict[str, int]:
-    return {q: int(client.llen(f"{ns}:{q}")) for q in queues}
+    return {q: queued(client, ns, q) for q in queues}
 
 
 @pytest.fixture
