@@ -201,21 +201,30 @@ class ActionJournal:
         block_number: int | None = None,
         error_code: str | None = None,
         error: str | None = None,
-    ) -> None:
+    ) -> bool:
+        """Record how the action ended. True when this call settled it: the row was not
+        already CONFIRMED or ALREADY_DONE (two holders awaiting one transaction both see it
+        mined; only the first to finish says it did it). Never moves a row back from done."""
         with self._tx() as conn:
             conn.execute("SET LOCAL synchronous_commit TO on")
-            conn.execute(
+            row = conn.execute(
                 """
+                WITH prior AS (
+                    SELECT status FROM chain_actions WHERE job_id = %s FOR UPDATE
+                )
                 UPDATE chain_actions SET status = %s, signer = COALESCE(%s, signer),
                     tx_hash = COALESCE(%s, tx_hash), gas_used = %s, block_number = %s,
                     error_code = %s, error = %s, raw_tx = NULL, updated_at = now(),
                     confirmed_at = CASE WHEN %s IN ('CONFIRMED', 'ALREADY_DONE') THEN now() END
+                FROM prior
                 WHERE job_id = %s
                   -- never back from done: a late delivery's failing preflight must not undo it
-                  AND (status NOT IN ('CONFIRMED', 'ALREADY_DONE')
+                  AND (prior.status NOT IN ('CONFIRMED', 'ALREADY_DONE')
                        OR %s IN ('CONFIRMED', 'ALREADY_DONE'))
+                RETURNING prior.status
                 """,
                 (
+                    job_id,
                     status,
                     signer,
                     tx_hash,
@@ -227,4 +236,5 @@ class ActionJournal:
                     job_id,
                     status,
                 ),
-            )
+            ).fetchone()
+        return row is not None and row[0] not in (CONFIRMED, ALREADY_DONE)

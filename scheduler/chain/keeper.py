@@ -160,7 +160,10 @@ def _send(
     if outcome.recorded is not None:  # another holder settled this key first: nothing sent
         return KeeperResult("already_done", round_id, outcome.tx_hash)
     if outcome.confirmed:
-        deps.journal.finish(job_id, "CONFIRMED", **common)
+        if not deps.journal.finish(job_id, "CONFIRMED", **common):
+            # Another holder awaited the same transaction (split locks) and settled it first:
+            # one transaction, so one `draw_requested` in the audit table.
+            return KeeperResult("already_done", round_id, outcome.tx_hash)
         log.info("keeper." + name, round_id=round_id, tx_hash=outcome.tx_hash, resumed=resumed)
         return KeeperResult(name, round_id, outcome.tx_hash)
     error = outcome.revert.describe() if outcome.revert else "UNKNOWN_REVERT"
