@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.errors import FleetError, PermanentError, RetryLater
+from shared.errors import DependencyUnavailable, FleetError, PermanentError, RetryLater
 
 
 class ChainError(FleetError):
@@ -13,7 +13,7 @@ class ChainError(FleetError):
     code = "CHAIN_ERROR"
 
 
-class RpcUnavailable(ChainError):
+class RpcUnavailable(ChainError, DependencyUnavailable):
     """The EVM node cannot be reached or did not answer in time."""
 
     code = "RPC_UNAVAILABLE"

@@ -35,6 +35,7 @@ from chain.client import ChainClient
 from chain.journal import ActionJournal
 from chain.lock import HeldLock, LockLost
 from chain.transactions import TxRequest, TxSender
+from shared.errors import DependencyUnavailable
 
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
@@ -48,7 +49,7 @@ HOLDER = Gauge("jobfleet_keeper_lock_held", "1 while this process holds the keep
 DRAW, CLOSE = "KEEPER_DRAW", "KEEPER_CLOSE"
 _CALLS = {DRAW: "requestDraw", CLOSE: "closeExpiredRound"}
 #: Outcomes that record no row (every 10 s while nothing happens would only grow the table).
-_QUIET = frozenset({"idle", "not_leader", "paused"})
+_QUIET = frozenset({"idle", "not_leader", "paused", "node_down"})
 
 
 def holder_id() -> str:
@@ -96,6 +97,11 @@ def run_once(deps: KeeperDeps, now: datetime) -> KeeperResult:
         result = _act(deps, lock)
     except LockLost:
         result = KeeperResult("lock_lost")
+    except DependencyUnavailable:
+        # The node is down: the scheduler logs the outage (once, then every 30 s, then its
+        # end), not a `keeper.failed` traceback per pass; no audit row per pass either.
+        _done(deps, now, token, KeeperResult("node_down"))
+        raise
     except Exception as exc:
         log.exception("keeper.failed", error=str(exc))
         result = KeeperResult("error", error=f"{type(exc).__name__}: {exc}"[:500])
