@@ -4,6 +4,9 @@ fleet chain deploy [--dev]     deploy the reference contracts, record their addr
                                (the EVM library's command: chain/cli.py)
 fleet chain status             node, chain id, recorded contracts, operator wallet; the
                                indexer's cursor and lag, the keeper's last action and lock
+fleet chain reindex --from-block N
+                               rebuild the projections from block N (idempotent: only the
+                               follow-up actions not already enqueued are staged)
 """
 
 from __future__ import annotations
@@ -61,3 +64,43 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         output.print_json(result)
     else:
         output.print_fields(result, title="Chain")
+
+
+@app.command("reindex")
+def reindex(
+    from_block: Annotated[
+        int, typer.Option("--from-block", min=0, help="First block whose logs are projected again.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Rebuild the indexer's projections from a block (a damaged projection): what was projected
+    from it on is deleted and indexed again up to the head. Idempotent: a follow-up action
+    already enqueued is not staged again. A running scheduler may go on indexing meanwhile."""
+    from shared.jobs import runs
+    from shared.runtime import get_runtime
+
+    from . import jobs as chain_jobs
+    from .indexer import reindex as run_reindex
+
+    runtime = get_runtime()
+    built = chain_jobs.build(runtime)
+    done = run_reindex(
+        built.client,
+        runtime.sessions,
+        built.indexer,
+        from_block,
+        cancel=lambda job_id: runs.cancel(job_id, org_id=None, runtime=runtime),
+    )
+    result: dict[str, Any] = {
+        "chain_id": built.indexer.chain_id,
+        "from_block": done.from_block,
+        "logs_removed": done.logs_removed,
+        "logs_indexed": done.logs,
+        "actions_staged": len(done.staged),
+        "cursor": done.cursor,
+        "head": done.head,
+    }
+    if as_json:
+        output.print_json({**result, "staged": done.staged})
+    else:
+        output.print_fields(result, title="Re-indexed")

@@ -29,9 +29,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from chain.client import ChainClient
+from shared.errors import InvalidState
 
 from .events import decode_all, topics
-from .projection import Rewound, apply, rewind
+from .projection import Rewound, apply, remove_above, rewind
 
 log = structlog.get_logger("jobfleet.chain.indexer")
 
@@ -107,6 +108,68 @@ def sync_once(
     if result.lag is not None:
         LAG.set(result.lag)
     return result
+
+
+@dataclass
+class Reindexed:
+    """`fleet chain reindex --from-block N`: what was removed and what the re-index staged."""
+
+    from_block: int
+    logs_removed: int
+    logs: int = 0
+    #: Follow-up actions staged by the re-index: only those no indexed event had enqueued.
+    staged: list[str] = field(default_factory=list)
+    cursor: int | None = None
+    head: int | None = None
+
+
+class NothingToReindex(InvalidState):
+    """The indexer has not indexed that block yet: nothing to re-index."""
+
+
+def reindex(
+    client: ChainClient,
+    sessions: sessionmaker[Session],
+    config: IndexerConfig,
+    from_block: int,
+    *,
+    cancel: Cancel,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Reindexed:
+    """Rebuild the projections from `from_block`: in one transaction (under the indexer's lock,
+    waited for), delete what was projected from that block on and set the cursor just below it;
+    then index up to the head as the indexer does. Idempotent: the follow-up actions already
+    enqueued (`indexed_actions`) are not staged again, and a second run rebuilds the same rows.
+    A running scheduler's indexer may index part of the way meanwhile: the same windows, the
+    same rows."""
+    head = client.block_number()
+    with sessions.begin() as session:
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:k)"), {"k": LOCK_BASE + config.chain_id}
+        )
+        cursor, _ = _cursor(session, config)
+        if from_block > cursor + 1 or from_block > head:
+            raise NothingToReindex(
+                f"block {from_block} is not indexed yet (indexer cursor {cursor}, head {head}):"
+                " nothing to re-index"
+            )
+        below = from_block - 1
+        removed = remove_above(session, config.chain_id, below)
+        below_hash = _hash(client, below) if below >= 0 else None
+        if below_hash is not None:
+            _store_hashes(session, config, {below: below_hash}, keep_from=below - config.hash_depth)
+        _save_cursor(session, config, below, below_hash)
+    log.warning("indexer.reindex", from_block=from_block, cursor_was=cursor, logs_removed=removed)
+    done = Reindexed(from_block, removed, cursor=below, head=head)
+    while done.cursor is None or done.cursor < head - config.confirmations:
+        step = sync_once(client, sessions, config, cancel=cancel, clock=clock)
+        done.logs += step.logs
+        done.staged += step.actions
+        done.cursor = step.cursor if step.cursor is not None else done.cursor
+        if step.busy:
+            sleep(0.1)  # the scheduler's indexer holds the lock for a window: it goes on too
+    return done
 
 
 def _window(
