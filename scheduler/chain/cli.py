@@ -37,6 +37,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
     from chain.wallets import operator_address
 
     from ..settings import keeper_settings
+    from .reconcile import reorg_status
     from .status import indexer_status, keeper_status
 
     chain = chain_settings()
@@ -50,6 +51,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         scheduler = {
             **indexer_status(conn, chain_id, head),
             **keeper_status(conn, chain_id, lock_redis, keeper_settings().lock_key),
+            **reorg_status(conn, chain_id),
         }
     result: dict[str, Any] = {
         "rpc": safe_url(chain.rpc_url),
@@ -90,6 +92,7 @@ def reindex(
         built.indexer,
         from_block,
         cancel=lambda job_id: runs.cancel(job_id, org_id=None, runtime=runtime),
+        release=runtime.sender.gate.forget,
     )
     result: dict[str, Any] = {
         "chain_id": built.indexer.chain_id,

@@ -33,6 +33,7 @@ from shared.errors import InvalidState
 
 from .events import decode_all, topics
 from .projection import Rewound, apply, remove_above, rewind
+from .reconcile import Unsettled, unsettle
 
 log = structlog.get_logger("jobfleet.chain.indexer")
 
@@ -71,6 +72,8 @@ class SyncResult:
     logs: int = 0
     actions: list[str] = field(default_factory=list)
     reorgs: list[Rewound] = field(default_factory=list)
+    #: Settled transactions those reorgs removed (their actions staged again).
+    unsettled: list[Unsettled] = field(default_factory=list)
     cursor: int | None = None
     head: int | None = None
 
@@ -82,6 +85,12 @@ class SyncResult:
 
 
 Cancel = Callable[[str], str]
+#: Releases job ids in the enqueue gate (`EnqueueGate.forget`) so that they can be sent again.
+Release = Callable[[list[str]], None]
+
+
+def _keep(job_ids: list[str]) -> None:
+    """No gate to release (a caller without a broker): the relay will find them duplicates."""
 
 
 def sync_once(
@@ -90,14 +99,16 @@ def sync_once(
     config: IndexerConfig,
     *,
     cancel: Cancel,
+    release: Release = _keep,
     clock: Callable[[], float] = time.monotonic,
 ) -> SyncResult:
-    """Index windows until caught up or out of budget; `cancel(job_id)` cancels a published job."""
+    """Index windows until caught up or out of budget; `cancel(job_id)` cancels a published job,
+    `release(job_ids)` frees the ids of settled actions a reorg removed, staged again."""
     result = SyncResult(head=client.block_number())  # once per pass: windows chase a fixed target
     deadline = clock() + config.budget_s
     while True:
         try:
-            step = _window(client, sessions, config, result)
+            step = _window(client, sessions, config, result, release)
         except ChainMoved as exc:
             log.warning("indexer.chain_moved", error=str(exc))
             break
@@ -134,6 +145,7 @@ def reindex(
     from_block: int,
     *,
     cancel: Cancel,
+    release: Release = _keep,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Reindexed:
@@ -163,7 +175,7 @@ def reindex(
     log.warning("indexer.reindex", from_block=from_block, cursor_was=cursor, logs_removed=removed)
     done = Reindexed(from_block, removed, cursor=below, head=head)
     while done.cursor is None or done.cursor < head - config.confirmations:
-        step = sync_once(client, sessions, config, cancel=cancel, clock=clock)
+        step = sync_once(client, sessions, config, cancel=cancel, release=release, clock=clock)
         done.logs += step.logs
         done.staged += step.actions
         done.cursor = step.cursor if step.cursor is not None else done.cursor
@@ -173,7 +185,11 @@ def reindex(
 
 
 def _window(
-    client: ChainClient, sessions: sessionmaker[Session], config: IndexerConfig, result: SyncResult
+    client: ChainClient,
+    sessions: sessionmaker[Session],
+    config: IndexerConfig,
+    result: SyncResult,
+    release: Release,
 ) -> str:
     with sessions.begin() as session:
         lock = LOCK_BASE + config.chain_id
@@ -195,6 +211,12 @@ def _window(
                     session, config, {fork: fork_hash}, keep_from=fork - config.hash_depth
                 )
             _save_cursor(session, config, fork, fork_hash)
+            # Settled transactions above the fork that the chain no longer has: not CONFIRMED
+            # any more, their actions staged again, in this same transaction (so once).
+            unsettled = unsettle(session, client, config.chain_id, fork)
+            if unsettled.resent:
+                release(unsettled.resent)  # before the commit: the relay must not find them held
+            result.unsettled.append(unsettled)
             REORGS.inc()
             result.reorgs.append(rewound)
             result.cursor = fork
@@ -206,6 +228,8 @@ def _window(
                 logs_removed=rewound.logs_removed,
                 unpublished_dropped=len(rewound.unpublished),
                 published_to_cancel=len(rewound.published),
+                settled_resent=len(unsettled.resent),
+                settled_reopened=len(unsettled.reopened),
             )
             return "reorg"
         target = head - config.confirmations
