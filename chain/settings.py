@@ -30,13 +30,14 @@ class ChainSettings(DomainSettings):
     )
     replace_after_s: float = Field(
         default=30.0,
-        description="A transaction unmined this long is replaced (same nonce, bumped fees)",
+        description="A transaction unmined this long is replaced (same nonce, fees from the market, at least bumped)",
     )
     fee_bump_percent: int = Field(
         default=25, ge=10, description="Fee increase of a replacement transaction"
     )
     max_fee_gwei: float = Field(
-        default=300.0, description="Cap on maxFeePerGas; above it sending waits"
+        default=300.0,
+        description="The operator's cap on maxFeePerGas; while the market is above it sending waits (no attempt spent)",
     )
     priority_fee_gwei: float = Field(
         default=1.0, description="maxPriorityFeePerGas of a first transaction"
