@@ -9,6 +9,7 @@ scheduler's keeper can journal its own transactions here under its own keys.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class Broadcast:
             "max_fee": self.max_fee,
             "priority_fee": self.priority_fee,
             "gas": self.gas,
+            "at": time.time(),  # when it was journaled: a later delivery knows its age
         }
 
 
@@ -59,6 +61,8 @@ class InFlight:
     nonce: int
     broadcasts: tuple[Broadcast, ...]
     raw: bytes = field(repr=False)
+    #: Seconds since the latest broadcast was journaled (0 when the journal did not say).
+    age_s: float = 0.0
 
     @property
     def latest(self) -> Broadcast:
@@ -156,7 +160,11 @@ class ActionJournal:
         )
         if not broadcasts:
             return None
-        return InFlight(signer=signer, nonce=nonce, broadcasts=broadcasts, raw=bytes(raw))
+        at = [e["at"] for e in entries if e.get("nonce") == nonce and e.get("at")]
+        age = max(0.0, time.time() - at[-1]) if at else 0.0
+        return InFlight(
+            signer=signer, nonce=nonce, broadcasts=broadcasts, raw=bytes(raw), age_s=age
+        )
 
     def record_broadcast(self, job_id: str, signer: str, broadcast: Broadcast) -> None:
         """Durably journal a signed transaction before it leaves the process."""

@@ -32,6 +32,11 @@ class ChainSettings(DomainSettings):
         default=30.0,
         description="A transaction unmined this long is replaced (same nonce, fees from the market, at least bumped)",
     )
+    await_in_worker_s: float = Field(
+        default=0.5,
+        ge=0,
+        description="How long a worker thread waits for its transaction's receipt and confirmations before handing the job back to look again 1 s later (no attempt spent; the thread serves other actions meanwhile); 0: until the receipt timeout",
+    )
     fee_bump_percent: int = Field(
         default=25, ge=10, description="Fee increase of a replacement transaction"
     )

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from shared.errors import RetryLater
+
 from .abi import Revert, decode_revert
 from .client import ChainClient
 from .errors import CallReverted, ChainError, FeeCapExceeded, RpcError, TxNotMined, Underpriced
@@ -68,6 +70,8 @@ _UNDERPRICED = (
     "fee too low",
     "max fee per gas less than",
 )
+#: When a job handed back while its transaction is mined comes back to look again.
+RECHECK_MS = 1_000
 #: When an action whose fees the node refused (at the cap) comes back.
 UNDERPRICED_RETRY_MS = 5_000
 #: How often an awaited transaction that has no receipt is looked for in the node's pool.
@@ -141,6 +145,13 @@ class TxOutcome:
     recorded: str | None = None
 
 
+class AwaitingReceipt(RetryLater):
+    """Broadcast and journaled, not settled yet: the job comes back to look again (no attempt
+    spent), and the worker's thread serves other actions meanwhile."""
+
+    code = "AWAITING_RECEIPT"
+
+
 class TxSender:
     def __init__(
         self,
@@ -160,8 +171,27 @@ class TxSender:
         self._sleep = sleep
 
     def execute(
-        self, account: LocalAccount, req: TxRequest, *, preflight: bool = True
+        self,
+        account: LocalAccount,
+        req: TxRequest,
+        *,
+        preflight: bool = True,
+        wait_s: float | None = None,
     ) -> TxOutcome:
+        """Send (or find again) the request's transaction and await it. `wait_s`: the longest
+        this call waits for the receipt and its confirmations before handing the job back
+        (`AwaitingReceipt`: a later delivery looks again, without the signer's lock while its
+        transaction is mined or pending); None: up to the receipt timeout."""
+        if wait_s is not None:
+            prior = self.journal.in_flight(req.key)
+            if prior is not None and prior.signer.lower() == account.address.lower():
+                awaited = _journaled(prior)
+                latest = awaited[-1].tx_hash
+                if self._first_receipt(awaited) is not None or self.client.transaction(latest):
+                    return self._await(
+                        account, req, awaited, reconciled=True, since_s=prior.age_s, wait_s=wait_s
+                    )
+        since_s = 0.0
         with self.locks.hold(account.address):
             final = self.journal.settled(req.key)
             if final is not None:
@@ -171,6 +201,8 @@ class TxSender:
             prior = self.journal.in_flight(req.key)
             sent = self._reconcile(account, req, prior) if prior is not None else None
             reconciled = sent is not None
+            if prior is not None and sent is not None:
+                since_s = prior.age_s
             if sent is None:
                 call = {"from": account.address, "to": req.to, "data": req.data, "value": req.value}
                 try:
@@ -185,7 +217,9 @@ class TxSender:
                 sent = [self._send_new(account, req, gas)]
         # The lock only orders nonces: with this transaction journaled and broadcast, the
         # signer's next one can go while this one is mined (several in flight per signer).
-        return self._await(account, req, sent, reconciled=reconciled)
+        return self._await(
+            account, req, sent, reconciled=reconciled, since_s=since_s, wait_s=wait_s
+        )
 
     def _send_new(self, account: LocalAccount, req: TxRequest, gas: int) -> Broadcast:
         """Under the signer lock: the node's pending nonce (it counts the signer's transactions
@@ -267,15 +301,8 @@ class TxSender:
         if prior.signer.lower() != account.address.lower():
             self.journal.forget_in_flight(req.key)
             return None
-        latest = Broadcast(
-            prior.latest.tx_hash,
-            prior.nonce,
-            prior.latest.max_fee,
-            prior.latest.priority_fee,
-            prior.latest.gas,
-            prior.raw,
-        )
-        sent = [*prior.broadcasts[:-1], latest]
+        sent = _journaled(prior)
+        latest = sent[-1]
         mined = self._first_receipt(prior.broadcasts)
         if mined is not None:  # awaited to its confirmations like a fresh one
             log.info("tx.reconciled", key=req.key, tx_hash=mined[0].tx_hash, outcome="mined")
@@ -299,10 +326,15 @@ class TxSender:
         sent: list[Broadcast],
         *,
         reconciled: bool,
+        since_s: float = 0.0,
+        wait_s: float | None = None,
     ) -> TxOutcome:
+        """`since_s`: how long ago the latest broadcast was journaled (a later delivery replaces
+        it on time); `wait_s`: hand the job back after this long (`AwaitingReceipt`)."""
         start = self._clock()
         deadline = start + self.policy.receipt_timeout_s
-        replace_at = start + self.policy.replace_after_s
+        replace_at = start + max(0.0, self.policy.replace_after_s - since_s)
+        hand_back_at = start + wait_s if wait_s is not None else None
         pause = 0.01
         seen: str | None = None  # the hash we last saw mined, until it is deep enough
         pool_check_at = start + POOL_CHECK_S
@@ -339,6 +371,12 @@ class TxSender:
                     # rather than bumped by 25 % every replacement interval.
                     sent.append(self._reprice(account, req, sent, reason="below the base fee"))
                     replace_at = now + self.policy.replace_after_s
+            if hand_back_at is not None and now >= hand_back_at:
+                state = "not final" if mined is not None else "unmined"
+                raise AwaitingReceipt(
+                    f"{sent[-1].tx_hash} (nonce {sent[-1].nonce}) {state}: looked at again later",
+                    delay_ms=RECHECK_MS,
+                )
             if now >= deadline:
                 state = "not final" if mined is not None else "unmined"
                 raise TxNotMined(
@@ -473,3 +511,16 @@ class TxSender:
             gas=gas,
             raw=bytes(signed.raw_transaction),
         )
+
+
+def _journaled(prior: InFlight) -> list[Broadcast]:
+    """The journaled broadcasts of the nonce, the latest with its signed bytes."""
+    latest = Broadcast(
+        prior.latest.tx_hash,
+        prior.nonce,
+        prior.latest.max_fee,
+        prior.latest.priority_fee,
+        prior.latest.gas,
+        prior.raw,
+    )
+    return [*prior.broadcasts[:-1], latest]

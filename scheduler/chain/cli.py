@@ -4,6 +4,7 @@ fleet chain deploy [--dev]     deploy the reference contracts, record their addr
                                (the EVM library's command: chain/cli.py)
 fleet chain status             node, chain id, recorded contracts, operator wallet; the
                                indexer's cursor and lag, the keeper's last action and lock
+fleet chain add-signers N       N more operator signers for the badge mints (funded, allowed)
 fleet chain reindex --from-block N
                                rebuild the projections from block N (idempotent: only the
                                follow-up actions not already enqueued are staged)
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from chain.cli import db, deploy
+from chain.cli import add_signers, db, deploy
 from shared import redis_conn
 from shared.cli import output
 from shared.config import get_settings
@@ -25,6 +26,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 app.command("deploy")(deploy)
+app.command("add-signers")(add_signers)
 
 
 @app.command("status")
