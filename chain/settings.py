@@ -33,9 +33,9 @@ class ChainSettings(DomainSettings):
         description="A transaction unmined this long is replaced (same nonce, fees from the market, at least bumped)",
     )
     await_in_worker_s: float = Field(
-        default=0.5,
+        default=0.0,
         ge=0,
-        description="How long a worker thread waits for its transaction's receipt and confirmations before handing the job back to look again 1 s later (no attempt spent; the thread serves other actions meanwhile); 0: until the receipt timeout",
+        description="How long a worker thread waits for its transaction's receipt and confirmations before handing the job back to look again 1 s later (no attempt spent; the thread serves other actions meanwhile); 0: one look right after the broadcast",
     )
     fee_bump_percent: int = Field(
         default=25, ge=10, description="Fee increase of a replacement transaction"

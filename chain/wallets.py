@@ -1,5 +1,6 @@
-"""The `wallets` table: embedded (custodial) player wallets and the operator wallet, with keys
-sealed by `keys.Keyring`. Functions take a psycopg connection; the caller owns the transaction.
+"""The `wallets` table: embedded (custodial) player wallets, the operator wallet and the
+operator's pool of signers (SIGNER), with keys sealed by `keys.Keyring`. Functions take a
+psycopg connection; the caller owns the transaction.
 
 `load_signer` returns a `Signer` (address + an eth-account signer) or None when the wallet is
 unknown or has no stored key, the "nothing to sign with" case of the chain actions.

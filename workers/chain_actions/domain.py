@@ -92,8 +92,8 @@ class Collaborators:
     known_lottery: Callable[[str], bool] = lambda address: False
     #: (lottery, round, player) -> does the indexer know a ticket of the player in that round?
     holds_ticket: Callable[[str, int, str], bool] = lambda lottery, round_id, player: False
-    #: How long a delivery awaits its transaction before handing the job back (None: until the
-    #: receipt timeout): `CHAIN_AWAIT_IN_WORKER_S`.
+    #: How long a delivery awaits its transaction before handing the job back (0: one look;
+    #: None: until the receipt timeout): `CHAIN_AWAIT_IN_WORKER_S`.
     wait_s: float | None = None
 
 
