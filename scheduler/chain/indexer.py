@@ -90,7 +90,13 @@ Release = Callable[[list[str]], None]
 
 
 def _keep(job_ids: list[str]) -> None:
-    """No gate to release (a caller without a broker): the relay will find them duplicates."""
+    """No gate given (a caller without a broker, a test): said loudly, since the relay finds the
+    ids still held within the dedup window and publishes nothing for them."""
+    log.error(
+        "indexer.resend_not_released",
+        job_ids=job_ids,
+        hint="pass release=runtime.sender.gate.forget to sync_once",
+    )
 
 
 def sync_once(
