@@ -337,7 +337,9 @@ class TxSender:
         hand_back_at = start + wait_s if wait_s is not None else None
         pause = 0.01
         seen: str | None = None  # the hash we last saw mined, until it is deep enough
-        pool_check_at = start + POOL_CHECK_S
+        # A delivery that comes back to an earlier broadcast looks at the pool and the price at
+        # once: it may hand the job back before a 2 s check would come.
+        pool_check_at = start + (0.0 if since_s > 0 else POOL_CHECK_S)
         while True:
             mined = self._first_receipt(sent)
             if mined is not None:

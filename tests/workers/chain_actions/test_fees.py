@@ -62,4 +62,6 @@ def test_a_100x_base_fee_spike_with_pending_transactions_spends_no_attempt(
     assert world.nonce(operator) == start + len(players)  # each mint once, no gap
     assert all(world.badge_call("balanceOf", p)[0] == 1 for p in players)
     logs = workers.logs()
-    assert "tx.repriced" in logs and "RPC_ERROR" not in logs
+    assert "RPC_ERROR" not in logs
+    # Put back (anvil evicts what the base fee priced out), refused for its fees, re-priced.
+    assert logs.count('"event": "tx.repriced"') >= len(players)
