@@ -132,6 +132,36 @@ def deploy(
         output.print_fields(result, title="Deployed")
 
 
+def add_signers(
+    count: Annotated[int, typer.Argument(min=1, max=64, help="How many signers to add.")],
+    fund_eth: Annotated[
+        float, typer.Option(help="ETH the operator sends each new signer for its gas.")
+    ] = 1.0,
+) -> None:
+    """Add operator signers to the pool that mints badges: new keys (stored sealed, never shown),
+    funded by the operator wallet, allowed to mint by the badge contract (`setOperator`, so the
+    operator must be the badge's owner). Each has its own nonce lane and lock."""
+    from .client import ChainClient
+    from .deploy import add_signers as add
+    from .registry import contract_address
+    from .wallets import SIGNER, load_operator, store_wallet
+
+    settings = chain_settings()
+    client = ChainClient.connect(settings.rpc_url, timeout_s=settings.rpc_timeout_s)
+    chain_id = client.check_chain(settings.chain_id)
+    keyring = _keyring(settings)
+    with db() as conn:
+        operator = load_operator(conn, keyring)
+        if operator is None:
+            raise typer.BadParameter("no operator wallet: `fleet wallets import --operator` first")
+        badge = contract_address(conn, chain_id, BADGE, override=settings.badge_address)
+        added = add(client, operator, badge, count, fund_wei=int(fund_eth * 10**18))
+        for signer in added:
+            store_wallet(conn, keyring, bytes(signer.key), kind=SIGNER)
+    for signer in added:
+        output.out.print(signer.address)
+
+
 def _has_code(client: Any, address: str) -> bool:
     return str(client.request("eth_getCode", [address, "latest"]) or "0x") not in ("0x", "0x0")
 

@@ -94,6 +94,17 @@ class ChainClient:
         block = self.request("eth_getBlockByNumber", ["latest", False]) or {}
         return int(block.get("baseFeePerGas", "0x0"), 16)
 
+    def next_base_fee(self) -> int:
+        """The base fee of the next block (what a transaction sent now must pay at least): the
+        last entry of `eth_feeHistory`'s `baseFeePerGas` (EIP-1559 nodes all give it); the
+        latest block's when the node has no fee history."""
+        try:
+            history = self.request("eth_feeHistory", [1, "latest", []]) or {}
+        except RpcError:
+            return self.base_fee()
+        fees = history.get("baseFeePerGas") or []
+        return int(fees[-1], 16) if fees else self.base_fee()
+
     def nonce(self, address: str, tag: str = "pending") -> int:
         return int(self.request("eth_getTransactionCount", [address, tag]), 16)
 

@@ -94,3 +94,24 @@ def deploy_reference(
     )
     badge = deploy_contract(client, deployer, BADGE, to_checksum_address(operator))
     return {d.name: d for d in (coordinator, lottery, badge)}
+
+
+def add_signers(
+    client: ChainClient, owner: LocalAccount, badge: str, count: int, *, fund_wei: int = 10**18
+) -> list[LocalAccount]:
+    """`count` new operator signers of the badge contract: fresh keys, each funded with
+    `fund_wei` by `owner` (the badge's owner) and allowed to mint (`setOperator`). The caller
+    stores their keys sealed (SIGNER wallets): the operator's pool of signers."""
+    from eth_account import Account
+
+    from .abi import encode_call
+    from .devnet import transact
+
+    signers: list[LocalAccount] = []
+    for _ in range(count):
+        signer: LocalAccount = Account.create()
+        transact(client, owner, signer.address, b"", value=fund_wei)
+        transact(client, owner, badge, encode_call(BADGE, "setOperator", signer.address, True))
+        log.info("signer.added", address=signer.address, badge=badge)
+        signers.append(signer)
+    return signers

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.errors import FleetError, PermanentError, RetryLater
+from shared.errors import DependencyUnavailable, FleetError, PermanentError, RetryLater
 
 
 class ChainError(FleetError):
@@ -13,7 +13,7 @@ class ChainError(FleetError):
     code = "CHAIN_ERROR"
 
 
-class RpcUnavailable(ChainError):
+class RpcUnavailable(ChainError, DependencyUnavailable):
     """The EVM node cannot be reached or did not answer in time."""
 
     code = "RPC_UNAVAILABLE"
@@ -47,10 +47,18 @@ class TxNotMined(ChainError):
     code = "TX_NOT_MINED"
 
 
-class FeeCapExceeded(ChainError):
-    """The network's base fee is above the configured cap; sending waits for cheaper blocks."""
+class FeeCapExceeded(ChainError, RetryLater):
+    """The network's base fee is above the configured cap (`CHAIN_MAX_FEE_GWEI`); sending waits
+    for cheaper blocks, without spending an attempt."""
 
     code = "FEE_CAP_EXCEEDED"
+
+
+class Underpriced(ChainError, RetryLater):
+    """The node refused the transaction's fees (below the next block's base fee, or its minimum)
+    and repricing within the cap did not get it in; sent again later, not an attempt."""
+
+    code = "UNDERPRICED"
 
 
 class WrongChain(PermanentError):

@@ -1,4 +1,4 @@
-"""EIP-1559 fee arithmetic (pure): first fees under a cap, and the bump of a replacement."""
+"""EIP-1559 fee arithmetic (pure): fees from the market under a cap, and a replacement's."""
 
 from __future__ import annotations
 
@@ -39,4 +39,18 @@ def bumped(fees: Fees, *, percent: int, cap: int) -> Fees | None:
     max_fee = max(-(-fees.max_fee * factor // 100), priority)
     if max_fee > cap:
         return None
+    return Fees(max_fee=max_fee, priority_fee=priority)
+
+
+def repriced(old: Fees, market: Fees, *, percent: int, cap: int) -> Fees | None:
+    """A replacement's fees: the market's (`initial_fees` of the next base fee) when they are
+    higher, and at least the old ones bumped by `percent` (a node replaces a pending
+    transaction only for both fees raised by >= 10 %); None when that does not fit under the cap.
+    One replacement catches a spike of any size, instead of a bump of `percent` every
+    replacement interval."""
+    bump = bumped(old, percent=percent, cap=cap)
+    if bump is None:
+        return None
+    max_fee = max(bump.max_fee, min(market.max_fee, cap))
+    priority = min(max(bump.priority_fee, market.priority_fee), max_fee)
     return Fees(max_fee=max_fee, priority_fee=priority)

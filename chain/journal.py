@@ -9,6 +9,7 @@ scheduler's keeper can journal its own transactions here under its own keys.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class Broadcast:
             "max_fee": self.max_fee,
             "priority_fee": self.priority_fee,
             "gas": self.gas,
+            "at": time.time(),  # when it was journaled: a later delivery knows its age
         }
 
 
@@ -59,6 +61,8 @@ class InFlight:
     nonce: int
     broadcasts: tuple[Broadcast, ...]
     raw: bytes = field(repr=False)
+    #: Seconds since the latest broadcast was journaled (0 when the journal did not say).
+    age_s: float = 0.0
 
     @property
     def latest(self) -> Broadcast:
@@ -156,7 +160,11 @@ class ActionJournal:
         )
         if not broadcasts:
             return None
-        return InFlight(signer=signer, nonce=nonce, broadcasts=broadcasts, raw=bytes(raw))
+        at = [e["at"] for e in entries if e.get("nonce") == nonce and e.get("at")]
+        age = max(0.0, time.time() - at[-1]) if at else 0.0
+        return InFlight(
+            signer=signer, nonce=nonce, broadcasts=broadcasts, raw=bytes(raw), age_s=age
+        )
 
     def record_broadcast(self, job_id: str, signer: str, broadcast: Broadcast) -> None:
         """Durably journal a signed transaction before it leaves the process."""
@@ -201,21 +209,30 @@ class ActionJournal:
         block_number: int | None = None,
         error_code: str | None = None,
         error: str | None = None,
-    ) -> None:
+    ) -> bool:
+        """Record how the action ended. True when this call settled it: the row was not
+        already CONFIRMED or ALREADY_DONE (two holders awaiting one transaction both see it
+        mined; only the first to finish says it did it). Never moves a row back from done."""
         with self._tx() as conn:
             conn.execute("SET LOCAL synchronous_commit TO on")
-            conn.execute(
+            row = conn.execute(
                 """
+                WITH prior AS (
+                    SELECT status FROM chain_actions WHERE job_id = %s FOR UPDATE
+                )
                 UPDATE chain_actions SET status = %s, signer = COALESCE(%s, signer),
                     tx_hash = COALESCE(%s, tx_hash), gas_used = %s, block_number = %s,
                     error_code = %s, error = %s, raw_tx = NULL, updated_at = now(),
                     confirmed_at = CASE WHEN %s IN ('CONFIRMED', 'ALREADY_DONE') THEN now() END
+                FROM prior
                 WHERE job_id = %s
                   -- never back from done: a late delivery's failing preflight must not undo it
-                  AND (status NOT IN ('CONFIRMED', 'ALREADY_DONE')
+                  AND (prior.status NOT IN ('CONFIRMED', 'ALREADY_DONE')
                        OR %s IN ('CONFIRMED', 'ALREADY_DONE'))
+                RETURNING prior.status
                 """,
                 (
+                    job_id,
                     status,
                     signer,
                     tx_hash,
@@ -227,4 +244,5 @@ class ActionJournal:
                     job_id,
                     status,
                 ),
-            )
+            ).fetchone()
+        return row is not None and row[0] not in (CONFIRMED, ALREADY_DONE)

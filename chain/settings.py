@@ -30,13 +30,19 @@ class ChainSettings(DomainSettings):
     )
     replace_after_s: float = Field(
         default=30.0,
-        description="A transaction unmined this long is replaced (same nonce, bumped fees)",
+        description="A transaction unmined this long is replaced (same nonce, fees from the market, at least bumped)",
+    )
+    await_in_worker_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="How long a worker thread waits for its transaction's receipt and confirmations before handing the job back to look again 1 s later (no attempt spent; the thread serves other actions meanwhile); 0: one look right after the broadcast",
     )
     fee_bump_percent: int = Field(
         default=25, ge=10, description="Fee increase of a replacement transaction"
     )
     max_fee_gwei: float = Field(
-        default=300.0, description="Cap on maxFeePerGas; above it sending waits"
+        default=300.0,
+        description="The operator's cap on maxFeePerGas; while the market is above it sending waits (no attempt spent)",
     )
     priority_fee_gwei: float = Field(
         default=1.0, description="maxPriorityFeePerGas of a first transaction"

@@ -35,10 +35,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from shared.errors import RetryLater
+
 from .abi import Revert, decode_revert
 from .client import ChainClient
-from .errors import CallReverted, ChainError, RpcError, TxNotMined
-from .fees import GWEI, Fees, bumped, initial_fees
+from .errors import CallReverted, ChainError, FeeCapExceeded, RpcError, TxNotMined, Underpriced
+from .fees import GWEI, Fees, initial_fees, repriced
 from .journal import Broadcast, InFlight
 from .lock import SignerLocks
 
@@ -49,8 +51,29 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("jobfleet.chain.tx")
 
-#: Node answers to a broadcast that mean "already have it" rather than a rejection.
-_BENIGN = ("already known", "known transaction", "already imported", "nonce too low", "underpriced")
+#: Node answers to a broadcast that mean "already have it" rather than a rejection (a
+#: "replacement transaction underpriced": the pool holds a later, higher-priced one of ours).
+_BENIGN = (
+    "already known",
+    "known transaction",
+    "already imported",
+    "nonce too low",
+    "replacement transaction underpriced",
+)
+#: Node answers that refuse the fees (geth and anvil: "max fee per gas less than block base
+#: fee", code -32003; a pool's minimum: "transaction underpriced"; Nethermind: "FeeTooLow"):
+#: the transaction is re-priced from the market, never an attempt spent.
+_UNDERPRICED = (
+    "less than block base fee",
+    "transaction underpriced",
+    "feetoolow",
+    "fee too low",
+    "max fee per gas less than",
+)
+#: When a job handed back while its transaction is mined comes back to look again.
+RECHECK_MS = 1_000
+#: When an action whose fees the node refused (at the cap) comes back.
+UNDERPRICED_RETRY_MS = 5_000
 #: How often an awaited transaction that has no receipt is looked for in the node's pool.
 POOL_CHECK_S = 2.0
 #: Gas limit when estimation is skipped (a call sent despite its preflight revert, in tests).
@@ -122,6 +145,13 @@ class TxOutcome:
     recorded: str | None = None
 
 
+class AwaitingReceipt(RetryLater):
+    """Broadcast and journaled, not settled yet: the job comes back to look again (no attempt
+    spent), and the worker's thread serves other actions meanwhile."""
+
+    code = "AWAITING_RECEIPT"
+
+
 class TxSender:
     def __init__(
         self,
@@ -141,8 +171,27 @@ class TxSender:
         self._sleep = sleep
 
     def execute(
-        self, account: LocalAccount, req: TxRequest, *, preflight: bool = True
+        self,
+        account: LocalAccount,
+        req: TxRequest,
+        *,
+        preflight: bool = True,
+        wait_s: float | None = None,
     ) -> TxOutcome:
+        """Send (or find again) the request's transaction and await it. `wait_s`: the longest
+        this call waits for the receipt and its confirmations before handing the job back
+        (`AwaitingReceipt`: a later delivery looks again, without the signer's lock while its
+        transaction is mined or pending); None: up to the receipt timeout."""
+        if wait_s is not None:
+            prior = self.journal.in_flight(req.key)
+            if prior is not None and prior.signer.lower() == account.address.lower():
+                awaited = _journaled(prior)
+                latest = awaited[-1].tx_hash
+                if self._first_receipt(awaited) is not None or self.client.transaction(latest):
+                    return self._await(
+                        account, req, awaited, reconciled=True, since_s=prior.age_s, wait_s=wait_s
+                    )
+        since_s = 0.0
         with self.locks.hold(account.address):
             final = self.journal.settled(req.key)
             if final is not None:
@@ -152,6 +201,8 @@ class TxSender:
             prior = self.journal.in_flight(req.key)
             sent = self._reconcile(account, req, prior) if prior is not None else None
             reconciled = sent is not None
+            if prior is not None and sent is not None:
+                since_s = prior.age_s
             if sent is None:
                 call = {"from": account.address, "to": req.to, "data": req.data, "value": req.value}
                 try:
@@ -166,25 +217,80 @@ class TxSender:
                 sent = [self._send_new(account, req, gas)]
         # The lock only orders nonces: with this transaction journaled and broadcast, the
         # signer's next one can go while this one is mined (several in flight per signer).
-        return self._await(account, req, sent, reconciled=reconciled)
+        return self._await(
+            account, req, sent, reconciled=reconciled, since_s=since_s, wait_s=wait_s
+        )
 
     def _send_new(self, account: LocalAccount, req: TxRequest, gas: int) -> Broadcast:
         """Under the signer lock: the node's pending nonce (it counts the signer's transactions
         in flight, so a nonce rejected or never broadcast is handed out again: no gap), signed,
         journaled durably, broadcast."""
         nonce = self.client.nonce(account.address, "pending")
-        fees = initial_fees(
-            self.client.base_fee(),
-            priority_fee=self.policy.priority_fee,
-            cap=self.policy.max_fee,
-        )
-        first = self._sign(account, req, nonce, gas, fees)
+        first = self._sign(account, req, nonce, gas, self._market())
         self.journal.record_broadcast(req.key, account.address, first)
-        self._broadcast(req, first)
+        try:
+            self._broadcast(req, first)
+        except Underpriced:
+            # The base fee moved between the price and the broadcast: priced again at once.
+            try:
+                first = self._reprice(account, req, [first], reason="refused by the node")
+            except Underpriced:
+                self.journal.forget_in_flight(req.key)  # every broadcast refused: none in flight
+                raise
         log.info(
             "tx.broadcast", key=req.key, signer=account.address, nonce=nonce, tx_hash=first.tx_hash
         )
         return first
+
+    def _market(self) -> Fees:
+        """Fees from the market: twice the next block's base fee plus the tip, under the cap
+        (`FeeCapExceeded`, retried later without an attempt, when even base + tip is above)."""
+        return initial_fees(
+            self.client.next_base_fee(),
+            priority_fee=self.policy.priority_fee,
+            cap=self.policy.max_fee,
+        )
+
+    def _reprice(
+        self, account: LocalAccount, req: TxRequest, sent: list[Broadcast], *, reason: str,
+        event: str = "tx.repriced",
+    ) -> Broadcast:  # fmt: skip
+        """A replacement of the latest transaction (same nonce) priced from the market, at least
+        the old fees bumped by `fee_bump_percent`; journaled, then broadcast. `Underpriced`
+        (retried later, no attempt) when that does not fit under the cap or is refused too."""
+        latest = sent[-1]
+        old = Fees(latest.max_fee, latest.priority_fee)
+        try:
+            market = self._market()
+        except FeeCapExceeded:
+            market = old  # the market is above the cap: the bump alone, if it fits
+        fees = repriced(old, market, percent=self.policy.fee_bump_percent, cap=self.policy.max_fee)
+        if fees is None:
+            raise Underpriced(
+                f"{latest.tx_hash} (nonce {latest.nonce}) {reason}; its fees are at the cap"
+                f" ({self.policy.max_fee / GWEI:.3f} gwei)",
+                delay_ms=UNDERPRICED_RETRY_MS,
+            )
+        replacement = self._sign(account, req, latest.nonce, latest.gas, fees)
+        self.journal.record_broadcast(req.key, account.address, replacement)
+        self._broadcast(req, replacement)
+        log.info(
+            event,
+            key=req.key,
+            nonce=latest.nonce,
+            replaces=latest.tx_hash,
+            tx_hash=replacement.tx_hash,
+            reason=reason,
+            max_fee_gwei=round(fees.max_fee / GWEI, 3),
+        )
+        return replacement
+
+    def _rebroadcast(self, account: LocalAccount, req: TxRequest, sent: list[Broadcast]) -> None:
+        """The same signed transaction again; re-priced when the node refuses its fees now."""
+        try:
+            self._broadcast(req, sent[-1])
+        except Underpriced:
+            sent.append(self._reprice(account, req, sent, reason="refused by the node"))
 
     # -- steps --
 
@@ -195,15 +301,8 @@ class TxSender:
         if prior.signer.lower() != account.address.lower():
             self.journal.forget_in_flight(req.key)
             return None
-        latest = Broadcast(
-            prior.latest.tx_hash,
-            prior.nonce,
-            prior.latest.max_fee,
-            prior.latest.priority_fee,
-            prior.latest.gas,
-            prior.raw,
-        )
-        sent = [*prior.broadcasts[:-1], latest]
+        sent = _journaled(prior)
+        latest = sent[-1]
         mined = self._first_receipt(prior.broadcasts)
         if mined is not None:  # awaited to its confirmations like a fresh one
             log.info("tx.reconciled", key=req.key, tx_hash=mined[0].tx_hash, outcome="mined")
@@ -217,7 +316,7 @@ class TxSender:
         log.info(
             "tx.reconciled", key=req.key, tx_hash=latest.tx_hash, outcome="unmined, rebroadcast"
         )
-        self._broadcast(req, latest)
+        self._rebroadcast(account, req, sent)
         return sent
 
     def _await(
@@ -227,13 +326,20 @@ class TxSender:
         sent: list[Broadcast],
         *,
         reconciled: bool,
+        since_s: float = 0.0,
+        wait_s: float | None = None,
     ) -> TxOutcome:
+        """`since_s`: how long ago the latest broadcast was journaled (a later delivery replaces
+        it on time); `wait_s`: hand the job back after this long (`AwaitingReceipt`)."""
         start = self._clock()
         deadline = start + self.policy.receipt_timeout_s
-        replace_at = start + self.policy.replace_after_s
+        replace_at = start + max(0.0, self.policy.replace_after_s - since_s)
+        hand_back_at = start + wait_s if wait_s is not None else None
         pause = 0.01
         seen: str | None = None  # the hash we last saw mined, until it is deep enough
-        pool_check_at = start + POOL_CHECK_S
+        # A delivery that comes back to an earlier broadcast looks at the pool and the price at
+        # once: it may hand the job back before a 2 s check would come.
+        pool_check_at = start + (0.0 if since_s > 0 else POOL_CHECK_S)
         while True:
             mined = self._first_receipt(sent)
             if mined is not None:
@@ -255,12 +361,24 @@ class TxSender:
                         f"nonce {sent[-1].nonce} of {account.address} used by another"
                         " transaction after a reorg"
                     )
-                self._broadcast(req, sent[-1])
+                self._rebroadcast(account, req, sent)
                 replace_at = self._clock() + self.policy.replace_after_s
             now = self._clock()
             if mined is None and now >= pool_check_at:
                 pool_check_at = now + POOL_CHECK_S
                 self._back_in_pool(account, req, sent)
+                if sent[-1].max_fee < self.client.next_base_fee():
+                    # Below the next block's base fee (a spike): it cannot be mined, and the
+                    # signer's later nonces wait behind it. Re-priced from the market now, once,
+                    # rather than bumped by 25 % every replacement interval.
+                    sent.append(self._reprice(account, req, sent, reason="below the base fee"))
+                    replace_at = now + self.policy.replace_after_s
+            if hand_back_at is not None and now >= hand_back_at:
+                state = "not final" if mined is not None else "unmined"
+                raise AwaitingReceipt(
+                    f"{sent[-1].tx_hash} (nonce {sent[-1].nonce}) {state}: looked at again later",
+                    delay_ms=RECHECK_MS,
+                )
             if now >= deadline:
                 state = "not final" if mined is not None else "unmined"
                 raise TxNotMined(
@@ -288,7 +406,7 @@ class TxSender:
                 )
             return  # mined between two polls: the next poll settles it
         log.warning("tx.rebroadcast", key=req.key, tx_hash=latest.tx_hash, reason="not in pool")
-        self._broadcast(req, latest)
+        self._rebroadcast(account, req, sent)
 
     def _replace(self, account: LocalAccount, req: TxRequest, sent: list[Broadcast]) -> Broadcast:
         latest = sent[-1]
@@ -300,28 +418,16 @@ class TxSender:
                     f"nonce {latest.nonce} of {account.address} used by another transaction"
                 )
             return latest  # mined between two polls: the next poll settles it
-        fees = bumped(
-            Fees(latest.max_fee, latest.priority_fee),
-            percent=self.policy.fee_bump_percent,
-            cap=self.policy.max_fee,
-        )
-        if fees is None:
+        try:
+            return self._reprice(
+                account, req, sent, reason="unmined after the replacement interval",
+                event="tx.replaced",
+            )  # fmt: skip
+        except Underpriced:
             # At the cap: put the same transaction back in case the node dropped it.
             log.warning("tx.fee_cap_reached", key=req.key, tx_hash=latest.tx_hash)
             self._broadcast(req, latest)
             return latest
-        replacement = self._sign(account, req, latest.nonce, latest.gas, fees)
-        self.journal.record_broadcast(req.key, account.address, replacement)
-        self._broadcast(req, replacement)
-        log.info(
-            "tx.replaced",
-            key=req.key,
-            nonce=latest.nonce,
-            replaces=latest.tx_hash,
-            tx_hash=replacement.tx_hash,
-            max_fee_gwei=round(fees.max_fee / GWEI, 3),
-        )
-        return replacement
 
     def _broadcast(self, req: TxRequest, broadcast: Broadcast) -> None:
         if not broadcast.raw:
@@ -329,8 +435,16 @@ class TxSender:
         try:
             self.client.send_raw(broadcast.raw)
         except RpcError as exc:
-            if any(marker in exc.rpc_message.lower() for marker in _BENIGN):
+            message = exc.rpc_message.lower()
+            if any(marker in message for marker in _BENIGN):
                 return
+            if any(marker in message for marker in _UNDERPRICED):
+                # The fees, not the transaction: the caller prices it again (nothing forgotten:
+                # an earlier broadcast of this nonce may be in the pool).
+                raise Underpriced(
+                    f"{broadcast.tx_hash}: {exc.rpc_message} (code {exc.rpc_code})",
+                    delay_ms=UNDERPRICED_RETRY_MS,
+                ) from None
             # Rejected outright (funds, gas, malformed): nothing of ours is in flight.
             self.journal.forget_in_flight(req.key)
             raise
@@ -399,3 +513,16 @@ class TxSender:
             gas=gas,
             raw=bytes(signed.raw_transaction),
         )
+
+
+def _journaled(prior: InFlight) -> list[Broadcast]:
+    """The journaled broadcasts of the nonce, the latest with its signed bytes."""
+    latest = Broadcast(
+        prior.latest.tx_hash,
+        prior.nonce,
+        prior.latest.max_fee,
+        prior.latest.priority_fee,
+        prior.latest.gas,
+        prior.raw,
+    )
+    return [*prior.broadcasts[:-1], latest]

@@ -1,5 +1,6 @@
-"""The `wallets` table: embedded (custodial) player wallets and the operator wallet, with keys
-sealed by `keys.Keyring`. Functions take a psycopg connection; the caller owns the transaction.
+"""The `wallets` table: embedded (custodial) player wallets, the operator wallet and the
+operator's pool of signers (SIGNER), with keys sealed by `keys.Keyring`. Functions take a
+psycopg connection; the caller owns the transaction.
 
 `load_signer` returns a `Signer` (address + an eth-account signer) or None when the wallet is
 unknown or has no stored key, the "nothing to sign with" case of the chain actions.
@@ -7,6 +8,7 @@ unknown or has no stored key, the "nothing to sign with" case of the chain actio
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 
 EMBEDDED = "EMBEDDED"
 OPERATOR = "OPERATOR"
+#: One more operator signer of the chain actions (the pool: the OPERATOR and every SIGNER).
+SIGNER = "SIGNER"
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,32 @@ def load_signer(conn: Any, keyring: Keyring, address: str) -> LocalAccount | Non
 def load_operator(conn: Any, keyring: Keyring) -> LocalAccount | None:
     address = operator_address(conn)
     return load_signer(conn, keyring, address) if address else None
+
+
+def signer_pool(conn: Any) -> list[str]:
+    """The operator signers with a stored key: the OPERATOR first, then every SIGNER by
+    address (a stable order: an action's signer is chosen by its position)."""
+    rows = conn.execute(
+        "SELECT address FROM wallets WHERE kind IN ('OPERATOR', 'SIGNER')"
+        " AND key_ciphertext IS NOT NULL ORDER BY kind = 'SIGNER', lower(address)"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def pool_signer(conn: Any, keyring: Keyring, key: str, pinned: str | None) -> LocalAccount | None:
+    """The operator signer of the action `key`: `pinned` (the signer its journal row already
+    broadcast from: an action never goes out from two signers) when it still has a key, else
+    the pool's member at `sha256(key) mod size` (every action of the pool's size spread over
+    its lanes, the same one on every delivery). None without any operator key."""
+    if pinned:
+        signer = load_signer(conn, keyring, pinned)
+        if signer is not None:
+            return signer
+    pool = signer_pool(conn)
+    if not pool:
+        return None
+    index = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % len(pool)
+    return load_signer(conn, keyring, pool[index])
 
 
 def rotate_kek(conn: Any, keyring: Keyring, *, batch: int = 500) -> int:

@@ -27,6 +27,8 @@ from shared.config import settings_for
 from shared.console.plugins import Con, Op, Panel, guard, present, rows
 from shared.runtime import Runtime
 
+from .chain.reconcile import reorg_status
+
 NAME = "scheduler"
 TEMPLATES = Path(__file__).parent / "templates" / "console"
 NAV = (("chain", "Chain", "/chain"),)
@@ -44,6 +46,7 @@ def chain(request: Request, con: Con, op: Op) -> HTMLResponse:
         counts=action_counts(rt) if shown and have["chain_actions"] else None,
         actions=actions(rt) if shown and have["chain_actions"] else None,
         keeper=keeper(rt) if shown and have["keeper_actions"] else None,
+        reorged=guard(lambda: reorged(rt)) if shown and have["chain_actions"] else None,
         indexer=guard(lambda: indexer(rt)),
     )  # fmt: skip
 
@@ -71,6 +74,13 @@ def action_counts(runtime: Runtime) -> list[dict[str, Any]]:
         "SELECT type, status, count(*) AS n FROM chain_actions GROUP BY 1, 2 ORDER BY 1, 2",
         [],
     )
+
+
+def reorged(runtime: Runtime) -> dict[str, Any]:
+    """Settled actions a reorg removed: how many were re-sent, and a warning while some are
+    not settled again (`fleet chain status` shows the same)."""
+    with runtime.pool.connection() as conn:
+        return reorg_status(conn, None)
 
 
 def keeper(runtime: Runtime, *, limit: int = 20) -> list[dict[str, Any]]:

@@ -23,11 +23,13 @@ from prometheus_client import Counter, Histogram
 
 from shared import pauses, periodic, redis_conn
 from shared.config import Settings, get_settings
+from shared.errors import DependencyUnavailable
 from shared.jobs import catalog
 from shared.observability import probes
 from shared.observability.health import HealthServer
 from shared.observability.logging import configure_logging
 from shared.observability.metrics import UP
+from shared.outage import OutageLog
 from shared.queue_servers import QueueServers, server_of
 from shared.runtime import Runtime, set_runtime
 
@@ -57,6 +59,24 @@ def utcnow() -> datetime:
 #: One run of a job at a time in this process: a periodic run finding one in progress (a
 #: run-now) is skipped, as APScheduler's `max_instances=1` skips it; a run-now waits its turn.
 _RUNNING: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+#: Per job: the outage of a dependency its runs meet (the EVM node down for the indexer and the
+#: keeper): one line when it begins, one every `SCHEDULER_OUTAGE_LOG_EVERY_S`, one when it ends.
+_OUTAGES: dict[str, OutageLog] = {}
+
+
+def _outage(job: str) -> OutageLog:
+    outage = _OUTAGES.get(job)
+    if outage is None:
+        outage = _OUTAGES.setdefault(
+            job,
+            OutageLog(
+                log,
+                down_event="scheduler.job_outage",
+                up_event="scheduler.job_recovered",
+                every_s=scheduler_settings().outage_log_every_s,
+            ),
+        )
+    return outage
 
 
 def run_periodic(
@@ -90,9 +110,13 @@ def _run(job: Periodic, runtime: Runtime, clock: Clock, forced_by: str | None) -
             outcome = "paused"
             return
         result = job.run(runtime, now)
+        _outage(job.name).answered(job=job.name)
         # What the job says of its pass, e.g. the keeper's "paused" when the contract's own
         # `paused()` switch is on: shown beside the operator's pause by `fleet schedule list`.
         detail = getattr(result, "outcome", None)
+    except DependencyUnavailable as exc:
+        outcome, detail = "error", "outage"
+        _outage(job.name).failed(job=job.name, error=str(exc))
     except Exception as exc:
         outcome = "error"
         log.exception("scheduler.job_failed", job=job.name, error=str(exc))

@@ -33,6 +33,12 @@ class SchedulerSettings(DomainSettings):
         validation_alias="MAINTENANCE_INTERVAL_S",
         description="Period of the run-store maintenance",
     )
+    outage_log_every_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="While a job's dependency is down (the EVM node): one log line when the"
+        " outage begins, then one every this many seconds, then one when it answers again",
+    )
 
 
 class IndexerSettings(DomainSettings):

@@ -39,6 +39,14 @@ class UnknownPriority(FleetError, ValueError):
     code = "UNKNOWN_PRIORITY"
 
 
+class DependencyUnavailable(FleetError):
+    """A service the fleet depends on (a node, a server) cannot be reached or did not answer:
+    its outage, not the caller's fault; logged as an outage (`shared.outage.OutageLog`), not as
+    a failure with a traceback per try."""
+
+    code = "DEPENDENCY_UNAVAILABLE"
+
+
 class BrokerUnavailable(FleetError):
     """The broker (Redis) cannot be reached; nothing was enqueued."""
 

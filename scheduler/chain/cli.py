@@ -4,6 +4,10 @@ fleet chain deploy [--dev]     deploy the reference contracts, record their addr
                                (the EVM library's command: chain/cli.py)
 fleet chain status             node, chain id, recorded contracts, operator wallet; the
                                indexer's cursor and lag, the keeper's last action and lock
+fleet chain add-signers N       N more operator signers for the badge mints (funded, allowed)
+fleet chain reindex --from-block N
+                               rebuild the projections from block N (idempotent: only the
+                               follow-up actions not already enqueued are staged)
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from chain.cli import db, deploy
+from chain.cli import add_signers, db, deploy
 from shared import redis_conn
 from shared.cli import output
 from shared.config import get_settings
@@ -22,6 +26,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 app.command("deploy")(deploy)
+app.command("add-signers")(add_signers)
 
 
 @app.command("status")
@@ -34,6 +39,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
     from chain.wallets import operator_address
 
     from ..settings import keeper_settings
+    from .reconcile import reorg_status
     from .status import indexer_status, keeper_status
 
     chain = chain_settings()
@@ -47,6 +53,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         scheduler = {
             **indexer_status(conn, chain_id, head),
             **keeper_status(conn, chain_id, lock_redis, keeper_settings().lock_key),
+            **reorg_status(conn, chain_id),
         }
     result: dict[str, Any] = {
         "rpc": safe_url(chain.rpc_url),
@@ -61,3 +68,44 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         output.print_json(result)
     else:
         output.print_fields(result, title="Chain")
+
+
+@app.command("reindex")
+def reindex(
+    from_block: Annotated[
+        int, typer.Option("--from-block", min=0, help="First block whose logs are projected again.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Rebuild the indexer's projections from a block (a damaged projection): what was projected
+    from it on is deleted and indexed again up to the head. Idempotent: a follow-up action
+    already enqueued is not staged again. A running scheduler may go on indexing meanwhile."""
+    from shared.jobs import runs
+    from shared.runtime import get_runtime
+
+    from . import jobs as chain_jobs
+    from .indexer import reindex as run_reindex
+
+    runtime = get_runtime()
+    built = chain_jobs.build(runtime)
+    done = run_reindex(
+        built.client,
+        runtime.sessions,
+        built.indexer,
+        from_block,
+        cancel=lambda job_id: runs.cancel(job_id, org_id=None, runtime=runtime),
+        release=runtime.sender.gate.forget,
+    )
+    result: dict[str, Any] = {
+        "chain_id": built.indexer.chain_id,
+        "from_block": done.from_block,
+        "logs_removed": done.logs_removed,
+        "logs_indexed": done.logs,
+        "actions_staged": len(done.staged),
+        "cursor": done.cursor,
+        "head": done.head,
+    }
+    if as_json:
+        output.print_json({**result, "staged": done.staged})
+    else:
+        output.print_fields(result, title="Re-indexed")

@@ -29,9 +29,11 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from chain.client import ChainClient
+from shared.errors import InvalidState
 
 from .events import decode_all, topics
-from .projection import Rewound, apply, rewind
+from .projection import Rewound, apply, remove_above, rewind
+from .reconcile import Unsettled, unsettle
 
 log = structlog.get_logger("jobfleet.chain.indexer")
 
@@ -70,6 +72,8 @@ class SyncResult:
     logs: int = 0
     actions: list[str] = field(default_factory=list)
     reorgs: list[Rewound] = field(default_factory=list)
+    #: Settled transactions those reorgs removed (their actions staged again).
+    unsettled: list[Unsettled] = field(default_factory=list)
     cursor: int | None = None
     head: int | None = None
 
@@ -81,6 +85,18 @@ class SyncResult:
 
 
 Cancel = Callable[[str], str]
+#: Releases job ids in the enqueue gate (`EnqueueGate.forget`) so that they can be sent again.
+Release = Callable[[list[str]], None]
+
+
+def _keep(job_ids: list[str]) -> None:
+    """No gate given (a caller without a broker, a test): said loudly, since the relay finds the
+    ids still held within the dedup window and publishes nothing for them."""
+    log.error(
+        "indexer.resend_not_released",
+        job_ids=job_ids,
+        hint="pass release=runtime.sender.gate.forget to sync_once",
+    )
 
 
 def sync_once(
@@ -89,14 +105,16 @@ def sync_once(
     config: IndexerConfig,
     *,
     cancel: Cancel,
+    release: Release = _keep,
     clock: Callable[[], float] = time.monotonic,
 ) -> SyncResult:
-    """Index windows until caught up or out of budget; `cancel(job_id)` cancels a published job."""
+    """Index windows until caught up or out of budget; `cancel(job_id)` cancels a published job,
+    `release(job_ids)` frees the ids of settled actions a reorg removed, staged again."""
     result = SyncResult(head=client.block_number())  # once per pass: windows chase a fixed target
     deadline = clock() + config.budget_s
     while True:
         try:
-            step = _window(client, sessions, config, result)
+            step = _window(client, sessions, config, result, release)
         except ChainMoved as exc:
             log.warning("indexer.chain_moved", error=str(exc))
             break
@@ -109,8 +127,75 @@ def sync_once(
     return result
 
 
+@dataclass
+class Reindexed:
+    """`fleet chain reindex --from-block N`: what was removed and what the re-index staged."""
+
+    from_block: int
+    logs_removed: int
+    logs: int = 0
+    #: Follow-up actions staged by the re-index: only those no indexed event had enqueued.
+    staged: list[str] = field(default_factory=list)
+    cursor: int | None = None
+    head: int | None = None
+
+
+class NothingToReindex(InvalidState):
+    """The indexer has not indexed that block yet: nothing to re-index."""
+
+
+def reindex(
+    client: ChainClient,
+    sessions: sessionmaker[Session],
+    config: IndexerConfig,
+    from_block: int,
+    *,
+    cancel: Cancel,
+    release: Release = _keep,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Reindexed:
+    """Rebuild the projections from `from_block`: in one transaction (under the indexer's lock,
+    waited for), delete what was projected from that block on and set the cursor just below it;
+    then index up to the head as the indexer does. Idempotent: the follow-up actions already
+    enqueued (`indexed_actions`) are not staged again, and a second run rebuilds the same rows.
+    A running scheduler's indexer may index part of the way meanwhile: the same windows, the
+    same rows."""
+    head = client.block_number()
+    with sessions.begin() as session:
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:k)"), {"k": LOCK_BASE + config.chain_id}
+        )
+        cursor, _ = _cursor(session, config)
+        if from_block > cursor + 1 or from_block > head:
+            raise NothingToReindex(
+                f"block {from_block} is not indexed yet (indexer cursor {cursor}, head {head}):"
+                " nothing to re-index"
+            )
+        below = from_block - 1
+        removed = remove_above(session, config.chain_id, below)
+        below_hash = _hash(client, below) if below >= 0 else None
+        if below_hash is not None:
+            _store_hashes(session, config, {below: below_hash}, keep_from=below - config.hash_depth)
+        _save_cursor(session, config, below, below_hash)
+    log.warning("indexer.reindex", from_block=from_block, cursor_was=cursor, logs_removed=removed)
+    done = Reindexed(from_block, removed, cursor=below, head=head)
+    while done.cursor is None or done.cursor < head - config.confirmations:
+        step = sync_once(client, sessions, config, cancel=cancel, release=release, clock=clock)
+        done.logs += step.logs
+        done.staged += step.actions
+        done.cursor = step.cursor if step.cursor is not None else done.cursor
+        if step.busy:
+            sleep(0.1)  # the scheduler's indexer holds the lock for a window: it goes on too
+    return done
+
+
 def _window(
-    client: ChainClient, sessions: sessionmaker[Session], config: IndexerConfig, result: SyncResult
+    client: ChainClient,
+    sessions: sessionmaker[Session],
+    config: IndexerConfig,
+    result: SyncResult,
+    release: Release,
 ) -> str:
     with sessions.begin() as session:
         lock = LOCK_BASE + config.chain_id
@@ -132,6 +217,12 @@ def _window(
                     session, config, {fork: fork_hash}, keep_from=fork - config.hash_depth
                 )
             _save_cursor(session, config, fork, fork_hash)
+            # Settled transactions above the fork that the chain no longer has: not CONFIRMED
+            # any more, their actions staged again, in this same transaction (so once).
+            unsettled = unsettle(session, client, config.chain_id, fork)
+            if unsettled.resent:
+                release(unsettled.resent)  # before the commit: the relay must not find them held
+            result.unsettled.append(unsettled)
             REORGS.inc()
             result.reorgs.append(rewound)
             result.cursor = fork
@@ -143,6 +234,8 @@ def _window(
                 logs_removed=rewound.logs_removed,
                 unpublished_dropped=len(rewound.unpublished),
                 published_to_cancel=len(rewound.published),
+                settled_resent=len(unsettled.resent),
+                settled_reopened=len(unsettled.reopened),
             )
             return "reorg"
         target = head - config.confirmations

@@ -200,7 +200,13 @@ def index(runtime: Runtime, now: datetime) -> SyncResult | None:
     def cancel(job_id: str) -> str:
         return runs.cancel(job_id, org_id=None, runtime=runtime)
 
-    result = sync_once(jobs.client, runtime.sessions, jobs.indexer, cancel=cancel)
+    result = sync_once(
+        jobs.client,
+        runtime.sessions,
+        jobs.indexer,
+        cancel=cancel,
+        release=runtime.sender.gate.forget,
+    )
     if result.blocks or result.reorgs:
         log.info(
             "indexer.synced",

@@ -35,6 +35,7 @@ from chain.client import ChainClient
 from chain.journal import ActionJournal
 from chain.lock import HeldLock, LockLost
 from chain.transactions import TxRequest, TxSender
+from shared.errors import DependencyUnavailable
 
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
@@ -48,7 +49,7 @@ HOLDER = Gauge("jobfleet_keeper_lock_held", "1 while this process holds the keep
 DRAW, CLOSE = "KEEPER_DRAW", "KEEPER_CLOSE"
 _CALLS = {DRAW: "requestDraw", CLOSE: "closeExpiredRound"}
 #: Outcomes that record no row (every 10 s while nothing happens would only grow the table).
-_QUIET = frozenset({"idle", "not_leader", "paused"})
+_QUIET = frozenset({"idle", "not_leader", "paused", "node_down"})
 
 
 def holder_id() -> str:
@@ -96,6 +97,11 @@ def run_once(deps: KeeperDeps, now: datetime) -> KeeperResult:
         result = _act(deps, lock)
     except LockLost:
         result = KeeperResult("lock_lost")
+    except DependencyUnavailable:
+        # The node is down: the scheduler logs the outage (once, then every 30 s, then its
+        # end), not a `keeper.failed` traceback per pass; no audit row per pass either.
+        _done(deps, now, token, KeeperResult("node_down"))
+        raise
     except Exception as exc:
         log.exception("keeper.failed", error=str(exc))
         result = KeeperResult("error", error=f"{type(exc).__name__}: {exc}"[:500])
@@ -160,7 +166,10 @@ def _send(
     if outcome.recorded is not None:  # another holder settled this key first: nothing sent
         return KeeperResult("already_done", round_id, outcome.tx_hash)
     if outcome.confirmed:
-        deps.journal.finish(job_id, "CONFIRMED", **common)
+        if not deps.journal.finish(job_id, "CONFIRMED", **common):
+            # Another holder awaited the same transaction (split locks) and settled it first:
+            # one transaction, so one `draw_requested` in the audit table.
+            return KeeperResult("already_done", round_id, outcome.tx_hash)
         log.info("keeper." + name, round_id=round_id, tx_hash=outcome.tx_hash, resumed=resumed)
         return KeeperResult(name, round_id, outcome.tx_hash)
     error = outcome.revert.describe() if outcome.revert else "UNKNOWN_REVERT"

@@ -234,6 +234,16 @@ def rewind(session: Session, chain_id: int, fork_block: int) -> Rewound:
             {"fork": fork_block, "job_id": job_id},
         ).first()
         (result.unpublished if dropped else result.published).append(job_id)
+    result.logs_removed = remove_above(session, chain_id, fork_block)
+    return result
+
+
+def remove_above(session: Session, chain_id: int, block: int) -> int:
+    """Delete the projected logs above `block` (rounds they closed open again) and the stored
+    hashes above it; the follow-up actions they asked for are left as they are. Returns how many
+    logs were removed."""
+    above = {"chain_id": chain_id, "fork": block}
+    removed = 0
     # Rounds closed above the fork are open again (their closing log is gone).
     session.execute(
         text(
@@ -243,11 +253,11 @@ def rewind(session: Session, chain_id: int, fork_block: int) -> Rewound:
         above,
     )
     for table in LOG_TABLES:
-        result.logs_removed += session.execute(
+        removed += session.execute(
             text(f"DELETE FROM {table} WHERE chain_id = :chain_id AND block_number > :fork"), above
         ).rowcount  # type: ignore[attr-defined]
     session.execute(
         text("DELETE FROM indexed_blocks WHERE chain_id = :chain_id AND block_number > :fork"),
         above,
     )
-    return result
+    return removed

@@ -19,13 +19,12 @@ from collections.abc import Callable
 import structlog
 
 from ..errors import SchemaNotMigrated
+from ..outage import LOG_EVERY_S, OutageLog
 
 log = structlog.get_logger("jobfleet.run_store")
 
 #: Least time between two probes of an unusable store (shared by every consumer of a process).
 PROBE_EVERY_S = 1.0
-#: Least time between two "fetching paused" lines while the store stays down.
-LOG_EVERY_S = 30.0
 
 
 class RunStoreWatch:
@@ -43,12 +42,18 @@ class RunStoreWatch:
         self._probe = probe
         self._failed_at = failed_at
         self.probe_every_s = probe_every_s
-        self.log_every_s = log_every_s
         self._clock = clock
+        # "fetching paused" once, every `log_every_s` while it lasts, "resumed" at the end.
+        self._outage = OutageLog(
+            log,
+            down_event="consumer.fetch_paused",
+            up_event="consumer.fetch_resumed",
+            every_s=log_every_s,
+            clock=clock,
+        )
         self._lock = threading.Lock()
         self._ok_at: float | None = None  # when the last probe succeeded (None: not usable)
         self._next_probe = 0.0
-        self._logged_at: float | None = None  # the last "paused" line (None: not paused)
         self._said_not_migrated = False
         self.reason: str | None = None
 
@@ -74,9 +79,8 @@ class RunStoreWatch:
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 self._down(now, first, not_migrated=False)
                 return False
-            if self._logged_at is not None:
-                log.warning("consumer.fetch_resumed", reason="the run store answers again")
-            self._ok_at, self._logged_at, self.reason = now, None, None
+            self._outage.answered(reason="the run store answers again")
+            self._ok_at, self.reason = now, None
             self._said_not_migrated = False
             return True
 
@@ -89,14 +93,11 @@ class RunStoreWatch:
         if not_migrated:
             if not self._said_not_migrated:
                 self._said_not_migrated = True
-                self._logged_at = now
                 log.error("worker.database_not_migrated", error=reason)
+            self._outage.failed(say=False)
             return
-        if self._logged_at is None or now - self._logged_at >= self.log_every_s:
-            self._logged_at = now
-            log.warning(
-                "consumer.fetch_paused",
-                reason="the run store (Postgres) cannot be reached",
-                error=reason,
-                retry_every_s=self.probe_every_s,
-            )
+        self._outage.failed(
+            reason="the run store (Postgres) cannot be reached",
+            error=reason,
+            retry_every_s=self.probe_every_s,
+        )

@@ -19,7 +19,6 @@ from ..config import RetryPolicy
 from ..errors import (
     AlreadyDone,
     FleetError,
-    InvalidPayload,
     JobCanceled,
     PermanentError,
     RetryLater,
@@ -107,13 +106,14 @@ def _code(exception: BaseException) -> str:
 def describe(exception: BaseException) -> str:
     """`Type: message` and the last frames: enough to explain a failure, bounded in size.
 
-    A payload refused by its contract gets no frames (the message says what is wrong with the
-    input; where the check ran explains nothing). Frames name files relative to the project or
+    A permanent failure (a payload refused by its contract, a job's own verdict such as a
+    domain's "not a player") gets no frames: its message says what is wrong, where the check
+    ran explains nothing, and the run's error column is read by operators. Frames name files relative to the project or
     to site-packages: a run's error is shown to operators and never carries install paths,
     nor the tokens of the URLs its message quotes (`redact_text`).
     """
     head = redact_text(f"{type(exception).__name__}: {exception}")
-    if isinstance(exception, InvalidPayload):
+    if isinstance(exception, PermanentError):
         return head[:ERROR_MAX_CHARS]
     frames = traceback.extract_tb(exception.__traceback__)[-3:]
     lines = [

@@ -104,3 +104,27 @@ def test_deploy_dev_refuses_a_node_that_is_not_a_development_chain(
     assert "not a development chain" in done.stderr and "chain 1, Geth" in done.stderr
     assert set(_NotADevNode.asked) <= {"eth_chainId", "web3_clientVersion"}  # nothing sent
     assert db.execute("SELECT count(*) FROM wallets WHERE kind = 'OPERATOR'").fetchone() == (0,)
+
+
+def test_chain_reindex_rebuilds_from_a_block_and_refuses_one_not_indexed_yet(
+    world: World, anvil: devnet.Anvil, db: Any
+) -> None:
+    env = {**chain_env(anvil), "INDEXER_CONFIRMATIONS": "0", "INDEXER_START_BLOCK": "0"}
+    refused = subprocess.run(
+        [FLEET, "chain", "reindex", "--from-block", "1"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode != 0
+    assert "not indexed yet" in refused.stderr and "Traceback" not in refused.stderr
+    world.buy(world.accounts[1])
+    world.buy(world.accounts[2])
+    # From the block after the cursor: the command indexes from scratch.
+    first = json.loads(fleet(env, "chain", "reindex", "--from-block", "0", "--json"))
+    assert (first["logs_indexed"], first["actions_staged"]) == (3, 2)  # a round, two tickets
+    assert first["cursor"] == world.client.block_number()
+    again = json.loads(fleet(env, "chain", "reindex", "--from-block", "0", "--json"))
+    assert (again["logs_removed"], again["logs_indexed"], again["staged"]) == (3, 3, [])
+    assert db.execute("SELECT count(*) FROM outbox_events").fetchone() == (2,)

@@ -172,3 +172,25 @@ def test_two_console_modules_may_not_share_a_name(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(domains, "consoles", lambda: twins)
     with pytest.raises(PluginError, match="twin"):
         create_app(ConsoleSettings())
+
+
+def test_the_chain_page_flags_a_settled_action_a_reorg_removed(
+    runtime: Runtime, tmp_path: Path, db: Any
+) -> None:
+    """A settled transaction a deep reorg removed (scheduler/chain/reconcile.py): the journal row
+    back to PENDING with REORGED until the re-sent action settles; the page says so loudly."""
+    db.execute(
+        "INSERT INTO chain_actions (job_id, type, round_id, status, error_code, attempts, chain_id)"
+        " VALUES (%s, 'MINT_BADGE', 7, 'PENDING', 'REORGED', 1, 31337)",
+        (ACTION,),
+    )
+    db.execute(
+        "INSERT INTO job_runs (job_id, org_id, job_name, queue, status, payload)"
+        " VALUES (%s || '@reorg:abababababab', %s, 'chain:mint_badge', 'chain-actions',"
+        " 'COMPLETED', '{}')",
+        (ACTION, uuid.UUID(int=0)),
+    )
+    with signed_in(runtime, tmp_path) as c:
+        chain = c.get("/chain").text
+    assert "1 settled transaction(s) removed by a reorg, not settled again yet" in chain
+    assert ACTION in chain and "1 settled action(s) removed by a reorg and sent again" in chain

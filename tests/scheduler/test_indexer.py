@@ -58,3 +58,45 @@ def test_an_rpc_error_mid_pass_is_retried_at_the_next_pass_without_gap_or_duplic
     assert db.execute(
         "SELECT count(*) FROM outbox_events WHERE job_name = 'chain:mint_badge'"
     ).fetchone() == (3,)
+
+
+def test_reindex_from_a_block_rebuilds_a_damaged_projection_and_stages_nothing_twice(
+    world: World, sched_runtime: Runtime, jobs: chain.ChainJobs, db: Any
+) -> None:
+    """A damaged projection (rows deleted by hand, a round's status overwritten) rebuilt with
+    `reindex` from a block: the same rows as before, the outbox staging only the follow-up that
+    was never enqueued; a second run changes nothing."""
+    from scheduler.chain.indexer import NothingToReindex, reindex
+
+    a = world.accounts
+    first_block = world.client.block_number() + 1
+    for i in range(4):
+        world.buy(a[1 + i])
+    sync_once(jobs.client, sched_runtime.sessions, jobs.indexer, cancel=lambda j: "")
+
+    def projected() -> list[Any]:
+        return db.execute(
+            "SELECT tx_hash, log_index, round_id, player FROM lottery_tickets ORDER BY 1, 2"
+        ).fetchall()
+
+    before = projected()
+    staged_before = db.execute("SELECT count(*) FROM outbox_events").fetchone()[0]
+    assert len(before) == 4 and staged_before == 4
+    # Damage: two tickets gone, and one of them never had its badge enqueued.
+    db.execute("DELETE FROM lottery_tickets WHERE player IN (%s, %s)", (a[3].address, a[4].address))
+    db.execute("DELETE FROM indexed_actions WHERE job_id LIKE %s", (f"%{a[4].address.lower()}",))
+    db.execute("DELETE FROM outbox_events WHERE job_id LIKE %s", (f"%{a[4].address.lower()}",))
+
+    cancel = lambda j: ""  # noqa: E731
+    done = reindex(jobs.client, sched_runtime.sessions, jobs.indexer, first_block, cancel=cancel)
+    assert projected() == before
+    assert done.logs_removed == 2 and done.logs == 4  # two left, deleted, indexed again with 2
+    assert len(done.staged) == 1 and done.staged[0].endswith(a[4].address.lower())
+    assert db.execute("SELECT count(*) FROM outbox_events").fetchone()[0] == staged_before
+
+    again = reindex(jobs.client, sched_runtime.sessions, jobs.indexer, first_block, cancel=cancel)
+    assert (again.logs, again.staged) == (4, [])
+    assert projected() == before
+    assert db.execute("SELECT count(*) FROM outbox_events").fetchone()[0] == staged_before
+    with pytest.raises(NothingToReindex, match="not indexed yet"):
+        reindex(jobs.client, sched_runtime.sessions, jobs.indexer, 10**6, cancel=cancel)

@@ -4,6 +4,7 @@ fenced off, a paused contract, and a pending draw transaction never doubled."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import redis
@@ -16,6 +17,7 @@ from scheduler.chain import jobs as chain
 from scheduler.chain.keeper import DRAW, _key, _send, run_once
 from shared.runtime import Runtime
 from tests.support.chain.world import World
+from tests.support.wait import wait_for
 
 from .conftest import now
 
@@ -133,3 +135,34 @@ def test_a_late_second_keeper_never_turns_a_confirmed_row_back(
     keeper.journal.finish(key, "FAILED", error_code="RoundNotOpen", error="a late preflight")
     row = keeper.journal.get(key)
     assert row is not None and (row.status, row.error_code) == ("CONFIRMED", None)
+
+
+def test_two_keepers_on_split_locks_record_one_draw_in_the_audit_table(
+    world: World, jobs: chain.ChainJobs, db: Any
+) -> None:
+    """Two schedulers whose keeper locks differ (split locks): the second finds the first's
+    draw journaled SENT and awaits the same transaction. The chain and the journal hold one
+    transaction; before, `keeper_actions` said `draw_requested` twice for the round."""
+    import threading
+
+    round_id = ready_round(world)
+    operator = world.operator.address
+    sent_before = world.nonce(operator)
+    first = jobs.keeper
+    second = dataclasses.replace(first, lock_key=first.lock_key + ":other")
+    devnet.set_automine(world.client, False)
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda k=k: results.append(run_once(k, now())))
+               for k in (first, second)]  # fmt: skip
+    threads[0].start()
+    wait_for(lambda: world.client.nonce(operator, "pending") == sent_before + 1, what="the draw")
+    threads[1].start()
+    time.sleep(1.0)  # the second keeper is awaiting the first's transaction
+    devnet.mine(world.client, 1)
+    for t in threads:
+        t.join(timeout=20)
+    assert sorted(r.outcome for r in results) == ["already_done", "draw_requested"]
+    assert world.nonce(operator) == sent_before + 1
+    assert db.execute(
+        "SELECT outcome, round_id, count(*) FROM keeper_actions GROUP BY 1, 2 ORDER BY 1"
+    ).fetchall() == [("already_done", round_id, 1), ("draw_requested", round_id, 1)]

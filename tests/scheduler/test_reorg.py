@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from chain import devnet
 from chain.abi import LOTTERY, encode_call
 from chain.fees import GWEI, initial_fees
@@ -17,7 +19,7 @@ from shared.runtime import Runtime
 from tests.support.chain.world import TICKET, World
 from tests.support.wait import wait_for
 
-from .conftest import now
+from .conftest import Workers, now
 
 
 def signed_purchase(world: World, account: Any, count: int) -> str:
@@ -172,3 +174,72 @@ def test_a_stale_hash_at_the_start_of_indexing_is_rewound_once_not_in_a_loop(
         (world.client.request("eth_getBlockByNumber", ["0x2", False])["hash"].lower(),),
     )
     assert db.execute("SELECT count(*) FROM lottery_tickets").fetchone() == (1,)
+
+
+@pytest.mark.slow
+def test_a_settled_mint_removed_by_a_deeper_reorg_is_sent_again_exactly_once(
+    world: World, sched_runtime: Runtime, jobs: chain.ChainJobs, workers: Workers, db: Any
+) -> None:
+    """Mint settled at 3 confirmations, then `anvil_reorg` deeper than that removes it: the
+    indexer's rewind finds the settled transaction gone, the journal stops claiming CONFIRMED,
+    the action is staged again once and minted once; more passes send nothing more."""
+    from tests.workers.chain_actions.test_worker import mint
+
+    player, operator = world.accounts[4].address, world.operator.address
+    start = world.nonce(operator)
+    workers.start(INDEXER_CONFIRMATIONS="3")
+    job = mint(world, 3, player)
+
+    def index() -> Any:
+        return sync_once(
+            jobs.client,
+            sched_runtime.sessions,
+            jobs.indexer,
+            cancel=lambda j: runs.cancel(j, org_id=None, runtime=sched_runtime),
+            release=sched_runtime.sender.gate.forget,
+        )
+
+    def settled(job_id: str) -> Any:
+        view = runs.find(job_id, org_id=None, runtime=sched_runtime)
+        if view is not None and view.status in ("COMPLETED", "DEAD"):
+            return view
+        devnet.mine(world.client)  # blocks keep coming, as on a real chain
+        return None
+
+    first = wait_for(lambda: settled(job), timeout=40, interval=0.3, what="the mint settled")
+    assert first.status == "COMPLETED" and first.result["outcome"] == "confirmed"
+    block = first.result["block_number"]
+    assert world.client.block_number() - block >= 3
+    index()
+    assert db.execute("SELECT count(*) FROM badges").fetchone() == (1,)
+
+    depth = world.client.block_number() - block + 2  # one block deeper than the mint
+    world.client.request("anvil_reorg", [depth, []])
+    assert not world.has_badge(player, 3)
+    result = index()
+    assert [u.resent for u in result.unsettled] == [[job]]
+    row = db.execute(
+        "SELECT status, error_code FROM chain_actions WHERE job_id = %s", (job,)
+    ).fetchone()
+    assert row == ("PENDING", "REORGED")  # never CONFIRMED for a transaction not on chain
+    assert db.execute("SELECT count(*) FROM badges").fetchone() == (0,)
+
+    assert relay_once(sched_runtime, now=now()).published == 1
+    again = wait_for(lambda: settled(job), timeout=40, interval=0.3, what="the re-sent mint")
+    assert again.status == "COMPLETED" and again.result["outcome"] == "confirmed"
+    for _ in range(3):
+        devnet.mine(world.client)
+        index()
+    assert relay_once(sched_runtime, now=now()).published == 0
+    assert world.has_badge(player, 3) and world.badge_call("balanceOf", player)[0] == 1
+    assert world.nonce(operator) == start + 1  # the removed mint's nonce, used once again
+    assert db.execute(
+        "SELECT count(*) FROM job_runs WHERE job_id LIKE %s", (job + "%",)
+    ).fetchone() == (2,)  # the settled run archived, and the re-sent one
+    assert db.execute(
+        "SELECT status, error_code FROM chain_actions WHERE job_id = %s", (job,)
+    ).fetchone() == ("CONFIRMED", None)
+    assert db.execute("SELECT count(*) FROM badges").fetchone() == (1,)
+    from scheduler.chain.reconcile import reorg_status
+
+    assert reorg_status(db, world.client.chain_id()) == {"reorged_settled_actions": 1}

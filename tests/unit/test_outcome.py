@@ -169,3 +169,25 @@ def test_frames_name_files_without_install_paths() -> None:
     assert 'File "tests/unit/test_outcome.py"' in error
     assert "site-packages" not in error and str(Path(__file__).parent) not in error
     assert all(not line.strip().startswith('File "/') for line in error.splitlines())
+
+
+def test_a_permanent_failure_stores_its_message_without_frames() -> None:
+    """Before: a permanent failure's run error carried the traceback's frames after the message;
+    a permanent error is the job's own verdict (NOT_A_PLAYER, NODE_UNAVAILABLE): its message is
+    the explanation. An unexpected error keeps its frames."""
+
+    def refuse() -> None:
+        raise PermanentError("no ticket of 0xabc in round 3", code="NOT_A_PLAYER")
+
+    decided = outcome.decide(
+        attempt=1, policy=POLICY, exception=_raised(refuse), rng=random.Random(0)
+    )
+    assert (decided.status, decided.error_code, decided.error) == (
+        "DEAD",
+        "NOT_A_PLAYER",
+        "PermanentError: no ticket of 0xabc in round 3",
+    )
+    crashed = outcome.decide(
+        attempt=1, policy=POLICY, exception=_raised(lambda: 1 / 0), rng=random.Random(0)
+    )
+    assert 'File "tests/unit/test_outcome.py"' in (crashed.error or "")

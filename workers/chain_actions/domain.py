@@ -33,7 +33,7 @@ from chain.errors import ChainError, WalletKeyUnreadable
 from chain.journal import ActionJournal, ConnectionFactory
 from chain.keys import Keyring
 from chain.transactions import TxOutcome, TxRequest, TxSender
-from chain.wallets import EMBEDDED, load_operator, load_signer, wallet_info
+from chain.wallets import EMBEDDED, load_signer, pool_signer, wallet_info
 from shared.errors import PermanentError
 from workers.chain_actions.job_ids import chain_job_id
 
@@ -92,6 +92,9 @@ class Collaborators:
     known_lottery: Callable[[str], bool] = lambda address: False
     #: (lottery, round, player) -> does the indexer know a ticket of the player in that round?
     holds_ticket: Callable[[str, int, str], bool] = lambda lottery, round_id, player: False
+    #: How long a delivery awaits its transaction before handing the job back (0: one look;
+    #: None: until the receipt timeout): `CHAIN_AWAIT_IN_WORKER_S`.
+    wait_s: float | None = None
 
 
 def perform(
@@ -132,7 +135,7 @@ def perform(
             "recorded": True,
         }
     try:
-        signer, reason = _signer(action, deps)
+        signer, reason = _signer(action, deps, pinned=row.signer)
     except WalletKeyUnreadable as exc:
         deps.journal.finish(action.job_id, states.FAILED, error_code=exc.code, error=str(exc))
         raise
@@ -143,7 +146,7 @@ def perform(
         )
         return {"outcome": "skipped", "reason": reason}
     request = TxRequest(action.job_id, contract, action.calldata(), before_send=before_send)
-    outcome = deps.sender.execute(signer, request)
+    outcome = deps.sender.execute(signer, request, wait_s=deps.wait_s)
     return _conclude(action, deps, signer.address, outcome)
 
 
@@ -166,10 +169,14 @@ def _lottery(action: Action, deps: Collaborators) -> str:
     return lottery
 
 
-def _signer(action: Action, deps: Collaborators) -> tuple[LocalAccount | None, str]:
+def _signer(
+    action: Action, deps: Collaborators, *, pinned: str | None = None
+) -> tuple[LocalAccount | None, str]:
     with deps.connect() as conn:
         if action.type == MINT_BADGE:
-            operator = load_operator(conn, deps.keyring)
+            # The operator's pool of signers (OPERATOR and SIGNER wallets), each with its own
+            # nonce lane and lock; an action keeps the signer its journal row names.
+            operator = pool_signer(conn, deps.keyring, action.job_id, pinned)
             return operator, "" if operator else "no operator wallet with a stored key"
         info = wallet_info(conn, action.address)
         if info is None:

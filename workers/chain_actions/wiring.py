@@ -75,6 +75,7 @@ def build(runtime: Runtime, chain: ChainSettings | None = None) -> Collaborators
         contract_address=address_of,
         known_lottery=known_lottery,
         holds_ticket=holds_ticket,
+        wait_s=chain.await_in_worker_s,
     )
 
 

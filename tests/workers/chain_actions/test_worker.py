@@ -162,6 +162,7 @@ def test_an_outage_longer_than_its_window_ends_dead_with_the_reason(
     assert time.monotonic() - began >= 3
     assert (view.status, view.error_code, view.attempt) == ("DEAD", "NODE_UNAVAILABLE", 1)
     assert "outage window 3s" in (view.error or "") and "ConnectionError" in (view.error or "")
+    assert "File " not in (view.error or "")  # a permanent failure: its message, no frames
 
 
 def test_a_worker_killed_after_broadcast_sends_no_second_transaction(
