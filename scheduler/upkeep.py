@@ -35,7 +35,9 @@ def maintain(runtime: Runtime, now: datetime) -> Upkeep:
         runtime, now=now, grace_s=settings.maintenance_stuck_grace_s
     )
     recovered = maintenance.recover_lost(runtime, now=now)
-    return Upkeep(purged, dropped, report.dead_by_queue, report.over_threshold, redelivered, recovered)
+    return Upkeep(
+        purged, dropped, report.dead_by_queue, report.over_threshold, redelivered, recovered
+    )
 
 
 def recover(runtime: Runtime, now: datetime) -> maintenance.Recovery:

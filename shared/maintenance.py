@@ -51,7 +51,8 @@ def ensure_partitions(runtime: Runtime) -> int:
     already in the default partition move into its new partition. Returns how many were made."""
     with runtime.pool.connection() as conn:
         row = conn.execute(
-            "SELECT jobfleet_create_partitions(%s)",
+            "SELECT jobfleet_create_partitions(today, today + %s)"
+            " FROM (SELECT (now() AT TIME ZONE 'UTC')::date AS today) AS t",
             (runtime.settings.maintenance_partitions_ahead_days,),
         ).fetchone()
     made = int(row[0]) if row else 0

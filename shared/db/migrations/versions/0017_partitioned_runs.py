@@ -24,12 +24,12 @@ partitioned by day (UTC), and retention drops a whole day at once (docs/scaling.
   started_at)`. No foreign key joins it to `job_runs` (there never was one: a foreign key to a
   partitioned table would have to name `(job_id, created_on)` and would forbid dropping a runs
   partition while an executions partition still refers to it).
-- Partitions: one per day, created ahead (`jobfleet_create_partitions(days_ahead)`, called here
+- Partitions: one per day, created ahead (`jobfleet_create_partitions(first, last)`, called here
   for today and the next days and by the scheduler's maintenance), and a DEFAULT partition per
   table that catches a row no day partition covers, so an insert never fails when the
   maintenance has not run. When the day's partition is created later, its rows move out of the
   default partition first (Postgres refuses to create a partition whose rows sit in the default).
-- The existing table keeps every row and is not copied: it becomes the partition of every day
+- The existing table keeps every row and is not copied (an empty one is dropped): it becomes the partition of every day
   up to today (`FROM (MINVALUE) TO (tomorrow)`), its rows' `created_on` the migration day (a
   constant default: no rewrite). Its indexes are kept (each becomes the partition's copy of the
   same index); only the primary key and the unique job id index are built again with
@@ -67,12 +67,11 @@ BEGIN
 END $$
 """
 
-#: The day partitions of both tables: `<table>_pYYYYMMDD`, from today to `days_ahead` later.
+#: The day partitions of both tables, `<table>_pYYYYMMDD`, for the days `first` to `last`.
 CREATE_PARTITIONS = """
-CREATE OR REPLACE FUNCTION jobfleet_create_partitions(days_ahead integer) RETURNS integer
+CREATE OR REPLACE FUNCTION jobfleet_create_partitions(first date, last date) RETURNS integer
 LANGUAGE plpgsql VOLATILE SET TimeZone = 'UTC' AS $$
 DECLARE
-    today date := (now() AT TIME ZONE 'UTC')::date;
     d date;
     t record;
     part text;
@@ -80,7 +79,7 @@ DECLARE
     hi text;
     made integer := 0;
 BEGIN
-    FOR d IN SELECT generate_series(today, today + days_ahead, interval '1 day')::date LOOP
+    FOR d IN SELECT generate_series(first, last, interval '1 day')::date LOOP
         FOR t IN SELECT * FROM (VALUES ('job_runs', 'created_on', false),
                                        ('job_executions', 'started_at', true)) AS v(tbl, col, ts)
         LOOP
@@ -179,7 +178,9 @@ def _indexes(conn_table: str) -> str:
 
 
 def _kind(constraint: str) -> str:
-    return "PRIMARY KEY" if constraint.startswith("pk_") or constraint.endswith("_pkey") else "UNIQUE"
+    return (
+        "PRIMARY KEY" if constraint.startswith("pk_") or constraint.endswith("_pkey") else "UNIQUE"
+    )
 
 
 def _partition(
@@ -204,9 +205,15 @@ def _partition(
     for _, definition in indexes:
         # The definition names the table as it was: `... ON public.<table> USING ...`.
         op.execute(definition)
-    op.execute(
-        f"ALTER TABLE {table} ATTACH PARTITION {legacy} FOR VALUES FROM (MINVALUE) TO ({bound_to})"
-    )
+    # An id sequence belonged to the old table's column: it would go with that table.
+    op.execute(f"ALTER SEQUENCE IF EXISTS {table}_id_seq OWNED BY {table}.id")
+    if bind.exec_driver_sql(f"SELECT EXISTS (SELECT 1 FROM {legacy})").scalar():
+        op.execute(
+            f"ALTER TABLE {table} ATTACH PARTITION {legacy} "
+            f"FOR VALUES FROM (MINVALUE) TO ({bound_to})"
+        )
+    else:  # a new database: nothing to keep
+        op.execute(f"DROP TABLE {legacy}")
     op.execute(f"CREATE TABLE {table}_default PARTITION OF {table} DEFAULT")
 
 
@@ -242,12 +249,13 @@ def upgrade() -> None:
         f"(({tomorrow})::timestamp AT TIME ZONE 'UTC')",
         {"job_executions_pkey": ("job_executions_pkey", "id, started_at")},
     )
-    # The id sequence belonged to the old table's column: it would go with that partition.
-    op.execute("ALTER SEQUENCE job_executions_id_seq OWNED BY job_executions.id")
     op.execute(RUN_CREATED_ON)
     op.execute(CREATE_PARTITIONS)
     op.execute(DROP_PARTITIONS)
-    op.execute(f"SELECT jobfleet_create_partitions({AHEAD_DAYS})")
+    op.execute(
+        "SELECT jobfleet_create_partitions((now() AT TIME ZONE 'UTC')::date, "
+        f"(now() AT TIME ZONE 'UTC')::date + {AHEAD_DAYS})"
+    )
 
 
 def _unpartition(table: str, keys: dict[str, str]) -> None:
@@ -268,7 +276,7 @@ def _unpartition(table: str, keys: dict[str, str]) -> None:
 
 def downgrade() -> None:
     op.execute("DROP FUNCTION jobfleet_drop_partitions(timestamptz)")
-    op.execute("DROP FUNCTION jobfleet_create_partitions(integer)")
+    op.execute("DROP FUNCTION jobfleet_create_partitions(date, date)")
     op.execute("DROP FUNCTION jobfleet_run_created_on(text)")
     _unpartition("job_executions", {"job_executions_pkey": "id"})
     op.execute("ALTER SEQUENCE job_executions_id_seq OWNED BY job_executions.id")
