@@ -27,6 +27,7 @@ from shared import maintenance
 from shared.api import queries
 from shared.config import Settings
 from shared.console import search
+from shared.db.connect import connect_kwargs
 from shared.db.migrate import alembic_config, upgrade
 from shared.jobs import run_writer
 from shared.runtime import Runtime
@@ -72,6 +73,11 @@ SELECT c.relname, COALESCE(p.relname, c.relname)
   LEFT JOIN pg_class p ON p.oid = i.inhparent
  WHERE c.relkind IN ('i', 'I')
 """
+
+
+def _connect(settings: Settings, dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """DATABASE_POOLER=transaction: nothing prepared."""
+    return psycopg.connect(dsn, **kwargs, **connect_kwargs(settings))
 
 
 def _today() -> date:
@@ -163,11 +169,14 @@ def _reads(rt: Runtime) -> list[Callable[[], object]]:
 
 
 def test_the_migration_keeps_every_row_and_every_index_in_use(
-    scratch: Scratch, scratch_runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    settings: Settings,
+    scratch: Scratch,
+    scratch_runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cfg = alembic_config(scratch.url)
     command.downgrade(cfg, "0016_staged_runs")  # the table as it was, then filled
-    with psycopg.connect(scratch.dsn, autocommit=True) as conn:
+    with _connect(settings, scratch.dsn, autocommit=True) as conn:
         conn.execute(POPULATE)
         before = {table: conn.execute(sql).fetchone() for table, sql in DIGEST.items()}
     seen = _record(monkeypatch)
@@ -179,13 +188,13 @@ def test_the_migration_keeps_every_row_and_every_index_in_use(
         for n, (sql, params) in enumerate(seen)
         if "job_runs" in sql or "job_executions" in sql
     } | _writer_statements()
-    with psycopg.connect(scratch.dsn) as conn:
+    with _connect(settings, scratch.dsn) as conn:
         plans_before = {k: _indexes_used(conn, *statement) for k, statement in statements.items()}
     assert all(plans_before.values()), f"a statement used no index before: {plans_before}"
 
     command.upgrade(cfg, "heads")
 
-    with psycopg.connect(scratch.dsn, autocommit=True) as conn:
+    with _connect(settings, scratch.dsn, autocommit=True) as conn:
         after = {table: conn.execute(sql).fetchone() for table, sql in DIGEST.items()}
         assert after == before
         assert before["job_runs"][0] == ROWS  # type: ignore[index]
@@ -236,7 +245,7 @@ def _run(conn: psycopg.Connection[Any], job_id: str, day: date, status: str, **c
 
 
 def test_retention_drops_whole_days_and_keeps_what_the_cutoff_does_not_reach(
-    scratch: Scratch, scratch_runtime: Runtime
+    settings: Settings, scratch: Scratch, scratch_runtime: Runtime
 ) -> None:
     today = _today()
     days = scratch_runtime.settings.run_retention_days
@@ -245,7 +254,7 @@ def test_retention_drops_whole_days_and_keeps_what_the_cutoff_does_not_reach(
         today - timedelta(days + 1),
         today - timedelta(days),
     )
-    with psycopg.connect(scratch.dsn, autocommit=True) as conn:
+    with _connect(settings, scratch.dsn, autocommit=True) as conn:
         conn.execute("SELECT jobfleet_create_partitions(%s, %s)", (old, today))
         for n in range(3):
             _run(conn, f"old-done-{n}", old, "COMPLETED")
@@ -264,7 +273,7 @@ def test_retention_drops_whole_days_and_keeps_what_the_cutoff_does_not_reach(
         for t in ("job_runs", "job_executions")
         for d in (old + timedelta(n) for n in range((edge - old).days + 1))
     }
-    with psycopg.connect(scratch.dsn, autocommit=True) as conn:
+    with _connect(settings, scratch.dsn, autocommit=True) as conn:
         for table in ("job_runs", "job_executions"):
             left = _partitions(conn, table)
             assert not left & set(dropped)
@@ -288,12 +297,12 @@ def test_retention_drops_whole_days_and_keeps_what_the_cutoff_does_not_reach(
 
 
 def test_a_day_without_partition_lands_in_the_default_one_and_moves_when_it_is_created(
-    scratch: Scratch, scratch_runtime: Runtime
+    settings: Settings, scratch: Scratch, scratch_runtime: Runtime
 ) -> None:
     later = _today() + timedelta(
         days=scratch_runtime.settings.maintenance_partitions_ahead_days + 2
     )
-    with psycopg.connect(scratch.dsn, autocommit=True) as conn:
+    with _connect(settings, scratch.dsn, autocommit=True) as conn:
         _run(conn, "far-ahead", later, "QUEUED")
         where = "SELECT tableoid::regclass::text FROM {} WHERE job_id = 'far-ahead'"
         assert conn.execute(where.format("job_runs")).fetchone() == ("job_runs_default",)
@@ -307,9 +316,11 @@ def test_a_day_without_partition_lands_in_the_default_one_and_moves_when_it_is_c
     assert maintenance.ensure_partitions(scratch_runtime) == 0
 
 
-def test_a_run_keeps_its_day_and_its_single_row_when_written_again(scratch: Scratch) -> None:
+def test_a_run_keeps_its_day_and_its_single_row_when_written_again(
+    settings: Settings, scratch: Scratch
+) -> None:
     yesterday = _today() - timedelta(days=1)
-    with psycopg.connect(scratch.dsn, autocommit=True) as conn:
+    with _connect(settings, scratch.dsn, autocommit=True) as conn:
         conn.execute("SELECT jobfleet_create_partitions(%s, %s)", (yesterday, yesterday))
         _run(conn, "staged-yesterday", yesterday, "STAGED")
         queued = json.dumps([{"o": str(ORG), "n": "email:send", "j": "staged-yesterday",

@@ -78,7 +78,11 @@ DECLARE
     lo text;
     hi text;
     made integer := 0;
+    waited text := current_setting('lock_timeout');
 BEGIN
+    -- Creating a partition locks the default one: give up (until the next run) rather than
+    -- hold its readers up behind a long query.
+    PERFORM set_config('lock_timeout', '5s', true);
     FOR d IN SELECT generate_series(first, last, interval '1 day')::date LOOP
         FOR t IN SELECT * FROM (VALUES ('job_runs', 'created_on', false),
                                        ('job_executions', 'started_at', true)) AS v(tbl, col, ts)
@@ -112,6 +116,7 @@ BEGIN
             END;
         END LOOP;
     END LOOP;
+    PERFORM set_config('lock_timeout', waited, true);
     RETURN made;
 END $$
 """
@@ -129,6 +134,7 @@ DECLARE
     cols text;
     survivors text;
     n bigint;
+    waited text := current_setting('lock_timeout');
 BEGIN
     -- Runs first: the executions kept are those of the runs kept, in job_runs_default by then.
     FOR t IN SELECT * FROM (VALUES
@@ -163,6 +169,7 @@ BEGIN
             RETURN NEXT;
         END LOOP;
     END LOOP;
+    PERFORM set_config('lock_timeout', waited, true);
 END $$
 """
 
