@@ -29,12 +29,13 @@ partitioned by day (UTC), and retention drops a whole day at once (docs/scaling.
   table that catches a row no day partition covers, so an insert never fails when the
   maintenance has not run. When the day's partition is created later, its rows move out of the
   default partition first (Postgres refuses to create a partition whose rows sit in the default).
-- The existing table keeps every row and is not copied (an empty one is dropped): it becomes the partition of every day
-  up to today (`FROM (MINVALUE) TO (tomorrow)`), its rows' `created_on` the migration day (a
-  constant default: no rewrite). Its indexes are kept (each becomes the partition's copy of the
-  same index); only the primary key and the unique job id index are built again with
-  `created_on` in them (about 1 s per million rows each: writes wait meanwhile). Those rows
-  stay until that partition expires, one retention period after the migration.
+- The existing table keeps every row and is not copied (an empty one is dropped): it becomes
+  the partition of every day up to today (`FROM (MINVALUE) TO (tomorrow)`), its rows'
+  `created_on` the migration day (a constant default: no rewrite). Its indexes are adopted as
+  they are (each becomes the partition's copy of the same index); only the primary key and the
+  unique job id index are built again with `created_on` in them (two index builds over the
+  whole table: writes wait meanwhile). Those rows stay until that partition expires, one
+  retention period after the migration.
 - `jobfleet_drop_partitions(cutoff)`: the retention. A day partition wholly older than the
   cutoff's day is detached and dropped; the runs the old purge would have kept (DEAD, not
   finished, finished after the cutoff) and their executions are first copied into the default
