@@ -14,6 +14,7 @@ test in a database of its own (it changes partitions):
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -339,3 +340,37 @@ def test_a_run_keeps_its_day_and_its_single_row_when_written_again(
         assert conn.execute(
             "SELECT created_on FROM job_runs WHERE job_id = 'fresh'"
         ).fetchone() == (_today(),)
+
+
+def test_two_first_writes_of_a_job_id_on_two_days_meet_in_one_row(
+    settings: Settings, scratch: Scratch
+) -> None:
+    """A first write whose day was yesterday (its transaction began before midnight) and one
+    made today: the second waits for the first's job id lock, then finds its row and its day.
+    Without the lock, or with the statement's own snapshot, it would write a second row in
+    today's partition (the unique index is per partition)."""
+    yesterday = _today() - timedelta(days=1)
+    queued = json.dumps([{"o": str(ORG), "n": "email:send", "j": "midnight", "q": "email",
+                          "m": "m1", "t": 1.0}])  # fmt: skip
+    with _connect(settings, scratch.dsn, autocommit=True) as admin:
+        admin.execute("SELECT jobfleet_create_partitions(%s, %s)", (yesterday, yesterday))
+    with _connect(settings, scratch.dsn) as first, _connect(settings, scratch.dsn) as second:
+        first.execute("SELECT jobfleet_run_created_on('midnight')")  # the lock, as a write takes it
+        _run(first, "midnight", yesterday, "STAGED")
+        done = threading.Event()
+
+        def write_again() -> None:
+            second.execute(run_writer.QUEUED_MANY, (queued,))
+            second.commit()
+            done.set()
+
+        thread = threading.Thread(target=write_again)
+        thread.start()
+        assert not done.wait(1.0), "the second write did not wait for the first one's lock"
+        first.commit()
+        assert done.wait(10)
+        thread.join()
+        rows = first.execute(
+            "SELECT status, created_on FROM job_runs WHERE job_id = 'midnight'"
+        ).fetchall()
+        assert rows == [("QUEUED", yesterday)]
