@@ -138,7 +138,8 @@ def _time_writes(dsn: str, batch: int, samples: int) -> dict[str, dict[str, floa
     for step, values in times.items():
         values.sort()
         p95 = values[min(len(values) - 1, round(0.95 * len(values)) - 1)]
-        out[f"run writer: {step.upper()} ({batch} runs)"] = {
+        runs = "1 run" if step == "progress" else f"{batch} runs"
+        out[f"run writer: {step.upper()} ({runs})"] = {
             "p50_ms": round(statistics.median(values), 2),
             "p95_ms": round(p95, 2),
             "max_ms": round(values[-1], 2),

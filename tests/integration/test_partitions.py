@@ -136,7 +136,6 @@ def _writer_statements() -> dict[str, tuple[str, Any]]:
     return {
         "writer: finish": (run_writer.FINISH_MANY, (finish, ids)),
         "writer: blocked": (run_writer.BLOCKED, (ids,)),
-        "writer: renew": (run_writer.RENEW, lease),
         "writer: release": (run_writer.RELEASE, lease),
         "writer: takeover": (run_writer.TAKEOVER, one),
         "writer: bury": (run_writer.BURY, {"j": "run:97", "ec": "X", "er": "x"}),
@@ -206,6 +205,12 @@ def test_the_migration_keeps_every_row_and_every_index_in_use(
         conn.execute("ANALYZE job_runs")
         conn.execute("ANALYZE job_executions")
         plans_after = {k: _indexes_used(conn, *statement) for k, statement in statements.items()}
+        # A lease renewal finds its runs by job id, then each by its whole primary key.
+        renew = {"ids": ["run:42"], "w": "host:1:w", "ls": 30.0}
+        assert _indexes_used(conn, run_writer.RENEW, renew) >= {
+            "uq_job_runs_job_id_created_on",
+            "pk_job_runs",
+        }
         # A run's first write finds its day, then its row, by the unique job id index.
         for name in ("START_MANY", "QUEUED_MANY"):
             plan = conn.execute(
