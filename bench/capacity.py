@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/capacity.py              # N=5,000 no-op jobs, 1 worker process x 8
     .venv/bin/python bench/capacity.py -n 20000 --threads 16
+    .venv/bin/python bench/capacity.py --store-rows 10000000  # the run store's statements (bench/store.py)
 
 A private redis-server on a free loopback port (so that INFO commandstats counts this run's
 commands only, not those of the other sessions sharing the machine's Redis) and the run's own
@@ -106,8 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", "-n", type=int, default=5_000)
     p.add_argument("--threads", type=int, default=8)
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument("--store-rows", type=int, default=0,
+                   help="instead: the run store's statements on this many partitioned runs "
+                   "(bench/store.py)")  # fmt: skip
+    p.add_argument("--store-samples", type=int, default=200)
+    p.add_argument("--store-batch", type=int, default=16)
     args = p.parse_args(argv)
     n = args.jobs
+    if args.store_rows:
+        return store_main(args)
 
     with capacity_redis() as redis_url:
         base = Settings(
@@ -221,6 +229,26 @@ def main(argv: list[str] | None = None) -> int:
             ),
         },
     }
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+def store_main(args: argparse.Namespace) -> int:
+    from bench import store
+
+    sandbox = Sandbox(Settings())
+    try:
+        sandbox.create()
+        figures = store.run(
+            sandbox, args.store_rows, samples=args.store_samples, batch=args.store_batch
+        )
+    finally:
+        sandbox.destroy()
+    width = max(len(name) for name in figures["statements"])
+    for name, t in figures["statements"].items():
+        print(f"{name:<{width}}  p50 {t['p50_ms']:>8.2f} ms  p95 {t['p95_ms']:>8.2f} ms")
     print(json.dumps(figures, indent=2))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))

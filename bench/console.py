@@ -69,7 +69,7 @@ ERRORS = [
 GENERATE = """
 INSERT INTO job_runs (org_id, job_name, job_id, queue, status, entity_type, entity_id, payload,
                       result, error_code, error, attempt, max_attempts, request_id, message_id,
-                      queued_at, started_at, finished_at)
+                      queued_at, started_at, finished_at, created_on)
 SELECT org, job, org::text || ':' || job || ':' || g || ':' || left(md5(g::text), 16), queue,
        status, 'bench', md5(g::text),
        jsonb_build_object('v', 1, 'org_id', org, 'entity_id', md5(g::text), 'api_key', 'sk-bench',
@@ -83,7 +83,8 @@ SELECT org, job, org::text || ':' || job || ':' || g || ':' || left(md5(g::text)
        CASE WHEN r3 < 0.5 THEN 'req-' || g END, md5('m' || g),
        queued_at, queued_at + interval '20 ms',
        CASE WHEN status IN ('COMPLETED', 'DEAD', 'CANCELED', 'FAILED')
-            THEN queued_at + interval '20 ms' + make_interval(secs => -ln(greatest(r4, 1e-9)) * 0.2) END
+            THEN queued_at + interval '20 ms' + make_interval(secs => -ln(greatest(r4, 1e-9)) * 0.2) END,
+       (queued_at AT TIME ZONE 'UTC')::date
   FROM (SELECT g,
                md5('org' || floor(200 * power(r1, 3))::int)::uuid AS org,
                (%(jobs)s::text[])[1 + (g %% 11)] AS job,
@@ -133,7 +134,12 @@ SEARCH_INDEXES = ("ix_job_runs_console_payload", "ix_job_runs_console_error")
 
 
 def generate(
-    dsn: str, rows: int, *, console_indexes: bool, search_indexes: bool = True
+    dsn: str,
+    rows: int,
+    *,
+    console_indexes: bool = True,
+    search_indexes: bool = True,
+    executions_every: int = 0,
 ) -> dict[str, float]:
     timings: dict[str, float] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -141,8 +147,12 @@ def generate(
         conn.execute("SET maintenance_work_mem TO '256MB'")
         indexes = conn.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'job_runs'"
-            " AND indexname NOT IN ('pk_job_runs', 'uq_job_runs_job_id')"
+            " AND indexname NOT IN ('pk_job_runs', 'uq_job_runs_job_id_created_on')"
         ).fetchall()
+        # The runs go back 31 days: a partition for each of those days (not the default one).
+        conn.execute(
+            "SELECT jobfleet_create_partitions(d - 31, d) FROM (SELECT (now() AT TIME ZONE 'UTC')::date AS d) t"
+        )
         for name, _ in indexes:
             conn.execute(f'DROP INDEX "{name}"')
         t = time.perf_counter()
@@ -151,6 +161,13 @@ def generate(
             {"rows": rows, "errors": ERRORS, "messages": MESSAGES,
              "jobs": [j for j, _ in JOBS], "queues": [q for _, q in JOBS]},
         )  # fmt: skip
+        if executions_every:  # one start on the record for every n-th run
+            conn.execute(
+                "INSERT INTO job_executions (job_id, execution, attempt, worker, message_id,"
+                " started_at) SELECT job_id, 1, attempt, 'bench:1:w', message_id, started_at"
+                " FROM job_runs WHERE started_at IS NOT NULL AND abs(hashtext(job_id)) %% %s = 0",
+                (executions_every,),
+            )
         timings["insert_s"] = time.perf_counter() - t
         t = time.perf_counter()
         for name, definition in indexes:
@@ -160,7 +177,8 @@ def generate(
                 continue
             if not search_indexes and name in SEARCH_INDEXES:
                 continue
-            conn.execute(definition)
+            # A partitioned table's index is `ON ONLY` it: built on every partition here.
+            conn.execute(definition.replace(" ON ONLY ", " ON ", 1))
         timings["indexes_s"] = time.perf_counter() - t
         for sql in SIDE_TABLES:
             conn.execute(sql)

@@ -16,6 +16,7 @@ log = structlog.get_logger("jobfleet.scheduler")
 @dataclass(frozen=True)
 class Upkeep:
     purged: int
+    partitions_dropped: list[str]
     dead_by_queue: dict[str, int]
     over_threshold: list[str]
     redelivered: list[str]
@@ -23,15 +24,20 @@ class Upkeep:
 
 
 def maintain(runtime: Runtime, now: datetime) -> Upkeep:
-    """Purge past retention, DLQ size alert, stuck-run redelivery, lost-message recovery."""
+    """Partitions ahead and retention, DLQ size alert, stuck-run redelivery, lost-message
+    recovery."""
     settings = runtime.settings
+    maintenance.ensure_partitions(runtime)
+    dropped = maintenance.drop_expired_partitions(runtime, now=now)
     purged = maintenance.purge_finished(runtime, now=now)
     report = maintenance.dlq_report(runtime, threshold=settings.maintenance_dlq_threshold)
     redelivered = maintenance.redeliver_stuck(
         runtime, now=now, grace_s=settings.maintenance_stuck_grace_s
     )
     recovered = maintenance.recover_lost(runtime, now=now)
-    return Upkeep(purged, report.dead_by_queue, report.over_threshold, redelivered, recovered)
+    return Upkeep(
+        purged, dropped, report.dead_by_queue, report.over_threshold, redelivered, recovered
+    )
 
 
 def recover(runtime: Runtime, now: datetime) -> maintenance.Recovery:

@@ -270,6 +270,12 @@ class Settings(BaseSettings):
         ge=0,
         description="Grace past a job's time limit before a RUNNING run is redelivered",
     )
+    maintenance_partitions_ahead_days: int = Field(
+        default=3,
+        ge=1,
+        description="Days of job_runs / job_executions partitions the maintenance creates ahead "
+        "of today (rows of a day without one go to the default partition)",
+    )
 
     def retry_policy(self, queue: str) -> RetryPolicy:
         return self.retries.get(queue) or _registered_retries().get(queue) or FALLBACK_RETRY

@@ -1,7 +1,12 @@
 """Periodic upkeep of the run store, hosted by the scheduler (each step takes `now`).
 
-- `purge_finished`: COMPLETED and CANCELED runs past retention are deleted (DEAD runs stay
-  until an operator purges the DLQ), and so are the PUBLISHED and CANCELED outbox events
+- `ensure_partitions`: the day partitions of `job_runs` and `job_executions` exist ahead of
+  today (migration 0020_partitioned_runs; a default partition catches the rest meanwhile).
+- `drop_expired_partitions`: retention by whole days: a day partition past retention is
+  dropped, the runs the cutoff does not reach (DEAD ones stay until an operator purges the DLQ,
+  unfinished ones, ones finished since) and their executions moved to the default partition.
+- `purge_finished`: COMPLETED and CANCELED runs past retention in the default partition are
+  deleted row by row (few rows), and so are the PUBLISHED and CANCELED outbox events
   (FAILED ones stay to be seen: `fleet outbox list --status FAILED`).
 - `dlq_report`: DEAD runs per queue; over the threshold → an error log and a gauge.
 - `redeliver_stuck`: RUNNING runs whose lease ran out (their worker is dead or frozen) and
@@ -40,14 +45,51 @@ DLQ_ALERT = Gauge(
 )
 
 
+def ensure_partitions(runtime: Runtime) -> int:
+    """Create the day partitions of `job_runs` and `job_executions` from today to
+    `maintenance_partitions_ahead_days` later (migration 0020_partitioned_runs); a day's rows
+    already in the default partition move into its new partition. Returns how many were made."""
+    with runtime.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT jobfleet_create_partitions(today, today + %s)"
+            " FROM (SELECT (now() AT TIME ZONE 'UTC')::date AS today) AS t",
+            (runtime.settings.maintenance_partitions_ahead_days,),
+        ).fetchone()
+    made = int(row[0]) if row else 0
+    if made:
+        log.info("maintenance.partitions_created", partitions=made)
+    return made
+
+
+def drop_expired_partitions(runtime: Runtime, *, now: datetime) -> list[str]:
+    """Retention by whole days: drop every partition of `job_runs` and `job_executions` whose
+    days all precede the cutoff's (UTC) day. The runs the cutoff does not reach (DEAD, not
+    finished, finished after it) and their executions are copied into the default partitions
+    first; `purge_finished` deletes them there when their time comes. Returns the partitions."""
+    cutoff = now - timedelta(days=runtime.settings.run_retention_days)
+    with runtime.pool.connection() as conn:
+        rows = conn.execute("SELECT * FROM jobfleet_drop_partitions(%s)", (cutoff,)).fetchall()
+    for name, kept in rows:
+        log.info("maintenance.partition_dropped", partition=name, kept=kept, before=cutoff.date())
+    return [name for name, _ in rows]
+
+
 def purge_finished(runtime: Runtime, *, now: datetime, batch: int = 5_000) -> int:
+    """Row by row, what retention by partition leaves: the finished runs past retention in the
+    default partition (kept when their day was dropped, or written while no partition covered
+    their day), and the published and canceled outbox events."""
     cutoff = now - timedelta(days=runtime.settings.run_retention_days)
     with runtime.pool.connection() as conn:
         deleted = conn.execute(
-            "DELETE FROM job_runs WHERE id IN (SELECT id FROM job_runs "
+            "DELETE FROM job_runs_default WHERE id IN (SELECT id FROM job_runs_default "
             "WHERE status IN ('COMPLETED', 'CANCELED') AND finished_at < %s LIMIT %s)",
             (cutoff, batch),
         ).rowcount
+        conn.execute(
+            "DELETE FROM job_executions_default AS x WHERE started_at < %s AND NOT EXISTS "
+            "(SELECT 1 FROM job_runs AS r WHERE r.job_id = x.job_id)",
+            (cutoff,),
+        )
         events = conn.execute(
             "DELETE FROM outbox_events WHERE id IN (SELECT id FROM outbox_events "
             "WHERE status IN ('PUBLISHED', 'CANCELED') AND created_at < %s LIMIT %s)",

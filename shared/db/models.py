@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import (
     DDL,
     BigInteger,
     Boolean,
+    Date,
     DateTime,
     Index,
     Integer,
     MetaData,
     String,
     Text,
+    UniqueConstraint,
     event,
     func,
     text,
@@ -49,9 +51,16 @@ class JobRun(Base):
     id: Mapped[uuid.UUID] = mapped_column(
         UUID, primary_key=True, default=uuid.uuid4, server_default=func.gen_random_uuid()
     )
+    #: The UTC day the run's row was first written, never changed: the partition key
+    #: (migration 0020_partitioned_runs). A write that may create a run takes it from
+    #: `jobfleet_run_created_on(job_id)`, so that a job id has one row whatever the day.
+    created_on: Mapped[date] = mapped_column(
+        Date, primary_key=True, server_default=text("((now() AT TIME ZONE 'UTC'::text))::date")
+    )
     org_id: Mapped[uuid.UUID] = mapped_column(UUID, nullable=False)
     job_name: Mapped[str] = mapped_column(String(100), nullable=False)
-    job_id: Mapped[str] = mapped_column(Text, nullable=False, unique=True)
+    # Unique with `created_on` (Postgres enforces uniqueness within a partition only).
+    job_id: Mapped[str] = mapped_column(Text, nullable=False)
     queue: Mapped[str] = mapped_column(String(100), nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False)
     entity_type: Mapped[str | None] = mapped_column(String(100))
@@ -82,6 +91,7 @@ class JobRun(Base):
     version: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="1")
 
     __table_args__ = (
+        UniqueConstraint("job_id", "created_on"),
         # Every write of a run changes `status`: each adds an entry to every index here, about
         # half of Postgres's CPU per start and outcome. An index that another one already
         # serves goes (migration 0015_run_indexes; tests/integration/test_run_indexes.py).
@@ -127,6 +137,8 @@ class JobRun(Base):
             postgresql_ops={"error": "gin_trgm_ops"},
             postgresql_where=text("error IS NOT NULL"),
         ),
+        # One partition per day, a default one, retention by dropping days (docs/scaling.md).
+        {"postgresql_partition_by": "RANGE (created_on)"},
     )
 
 

@@ -28,16 +28,19 @@ def test_purge_deletes_finished_runs_past_retention_and_keeps_dead_ones(runtime,
     assert runtime.sender.flush(5)
     now = datetime.now(UTC)
     long_ago = now - timedelta(days=runtime.settings.run_retention_days + 1)
+    # Written long ago (its day has no partition: the default one holds it), finished then.
     db.execute(
-        "UPDATE job_runs SET status = 'COMPLETED', finished_at = %s WHERE job_id = %s",
-        (long_ago, old),
+        "UPDATE job_runs SET status = 'COMPLETED', finished_at = %s, created_on = %s "
+        "WHERE job_id = %s",
+        (long_ago, long_ago.date(), old),
     )
     db.execute(
         "UPDATE job_runs SET status = 'COMPLETED', finished_at = %s WHERE job_id = %s",
         (now, recent),
     )
     db.execute(
-        "UPDATE job_runs SET status = 'DEAD', finished_at = %s WHERE job_id = %s", (long_ago, dead)
+        "UPDATE job_runs SET status = 'DEAD', finished_at = %s, created_on = %s WHERE job_id = %s",
+        (long_ago, long_ago.date(), dead),
     )
 
     assert maintenance.purge_finished(runtime, now=now) == 1

@@ -40,9 +40,9 @@ def test_maintenance_purges_past_retention_and_flags_a_dlq_over_its_threshold(
     rows += [(f"dead-{i}", "DEAD", old) for i in range(3)]
     for job_id, status, finished in rows:
         db.execute(
-            "INSERT INTO job_runs (org_id, job_name, job_id, queue, status, finished_at)"
-            " VALUES (%s, 'email:send', %s, 'email', %s, %s)",
-            (NIL, job_id, status, finished),
+            "INSERT INTO job_runs (org_id, job_name, job_id, queue, status, finished_at, created_on)"
+            " VALUES (%s, 'email:send', %s, 'email', %s, %s, %s)",
+            (NIL, job_id, status, finished, finished.date()),
         )
     rt = Runtime(runtime.settings.model_copy(update={"maintenance_dlq_threshold": 2}))
     try:
