@@ -107,6 +107,9 @@ def chain_settings(anvil: devnet.Anvil) -> ChainSettings:
         signer_lock_ttl_ms=2_000,
         rpc_timeout_s=2.0,
         confirmations=0,
+        # Tests call the domain in-process and want its outcome: await it in the call (the
+        # worker's default hands the job back right after the broadcast).
+        await_in_worker_s=10.0,
     )
 
 
