@@ -32,6 +32,7 @@ from shared.db.connect import connect_kwargs
 from shared.db.migrate import alembic_config, upgrade
 from shared.jobs import run_writer
 from shared.runtime import Runtime
+from tests.support.plans import indexes_used
 from tests.support.scratch_db import Scratch, scratch_database
 
 REVISION = "0020_partitioned_runs"
@@ -67,15 +68,9 @@ DIGEST = {
     "job_executions": "SELECT count(*), md5(string_agg(to_jsonb(x)::text, ',' ORDER BY x.id))"
     " FROM job_executions AS x",
 }
+
+
 #: Each index to the table's index it belongs to (a partition's index to the partitioned one).
-PARENT_INDEX = """
-SELECT c.relname, COALESCE(p.relname, c.relname)
-  FROM pg_class c LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
-  LEFT JOIN pg_class p ON p.oid = i.inhparent
- WHERE c.relkind IN ('i', 'I')
-"""
-
-
 def _connect(settings: Settings, dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
     """DATABASE_POOLER=transaction: nothing prepared."""
     return psycopg.connect(dsn, **kwargs, **connect_kwargs(settings))
@@ -113,18 +108,7 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 
 
 def _indexes_used(conn: psycopg.Connection[Any], sql: str, params: Any) -> set[str]:
-    parents = dict(conn.execute(PARENT_INDEX).fetchall())
-    plan = conn.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchone()[0]  # type: ignore[index]
-    found: set[str] = set()
-
-    def walk(node: dict[str, Any]) -> None:
-        if "Index Name" in node:
-            found.add(parents.get(node["Index Name"], node["Index Name"]))
-        for child in node.get("Plans", []):
-            walk(child)
-
-    walk(plan[0]["Plan"])
-    return {RENAMED.get(name, name) for name in found}
+    return {RENAMED.get(name, name) for name in indexes_used(conn, sql, params)}
 
 
 def _writer_statements() -> dict[str, tuple[str, Any]]:
