@@ -13,8 +13,8 @@ from alembic import command
 from shared.config import Settings
 from shared.db.migrate import alembic_config, upgrade
 from shared.db.schema import script_heads
-from tests.integration.test_migrations import _database
 from tests.support.procs import Proc, free_port, wait_exit
+from tests.support.scratch_db import scratch_database
 from tests.support.wait import wait_for
 
 FLEET = str(Path(sys.executable).with_name("fleet"))
@@ -28,7 +28,7 @@ def wait_command(tmp: Path, url: str, *args: str, name: str = "wait") -> Proc:
 def test_it_waits_while_heads_are_missing_and_exits_0_once_every_head_is_applied(
     settings: Settings, tmp_path: Path
 ) -> None:
-    with _database(settings, "dbwait") as db:
+    with scratch_database(settings, "dbwait") as db:
         proc = wait_command(tmp_path, db.url, "--timeout", "120", "--interval", "0.2")
         try:
             wait_for(lambda: "waiting for the schema" in proc.log(), timeout=30, what="waiting")
@@ -49,7 +49,7 @@ def test_it_waits_while_heads_are_missing_and_exits_0_once_every_head_is_applied
 def test_it_gives_up_after_its_timeout_naming_the_missing_heads(
     settings: Settings, tmp_path: Path
 ) -> None:
-    with _database(settings, "dbwait") as db:
+    with scratch_database(settings, "dbwait") as db:
         proc = wait_command(tmp_path, db.url, "--timeout", "1", "--interval", "0.2")
         try:
             code, waited = wait_exit(proc, 30)
