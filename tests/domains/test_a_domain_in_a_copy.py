@@ -23,7 +23,8 @@ NOTES = HERE / "notes_domain"
 ROOT = HERE.parents[1]
 BIN = Path(sys.executable).parent
 
-pytestmark = pytest.mark.slow
+# The copy's whole unit suite (~25 s alone) beside five other test processes on 2 cores.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def copy_of_the_repository(where: Path) -> Path:

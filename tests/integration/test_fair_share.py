@@ -50,7 +50,10 @@ def _one(org: str, marker: str, priority: str = "default") -> str:
     ).job_id
 
 
+# timing: what starts between the send and `before` counts against the bound; on a machine
+# loaded by six test processes that gap alone lets more jobs start than the bound allows.
 @pytest.mark.slow
+@pytest.mark.timing
 def test_a_small_orgs_job_starts_within_the_bound_behind_a_large_orgs_1000(
     runtime: Runtime, procs: Procs
 ) -> None:
@@ -69,7 +72,10 @@ def test_a_small_orgs_job_starts_within_the_bound_behind_a_large_orgs_1000(
     assert ahead <= BOUND, f"{ahead} jobs started before the small org's (bound {BOUND})"
 
 
+# timing: what starts between the send and `before` counts against the bound; on a machine
+# loaded by six test processes that gap alone lets more jobs start than the bound allows.
 @pytest.mark.slow
+@pytest.mark.timing
 def test_a_high_job_sent_behind_5000_low_ones_starts_within_the_bound(
     runtime: Runtime, procs: Procs
 ) -> None:
