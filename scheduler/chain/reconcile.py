@@ -35,6 +35,9 @@ log = structlog.get_logger("jobfleet.chain.reconcile")
 
 #: The archived run's suffix: `{job_id}@reorg:{first 12 hex digits of the removed tx}`.
 ARCHIVE = "@reorg:"
+#: The queue of the actions the journal settles (workers/chain_actions/jobs.py): the runs a reorg
+#: archives are of its jobs, which `reorg_status` counts through the job-name index.
+ACTION_QUEUE = "chain-actions"
 REORGED = "REORGED"
 
 
@@ -119,9 +122,13 @@ def reorg_status(conn: Any, chain_id: int | None) -> dict[str, Any]:
     yet (their journal row still says REORGED)."""
     scope, params = ("AND chain_id = %s", [chain_id]) if chain_id is not None else ("", [])
     runs_scope = f"%-{chain_id}-%" if chain_id is not None else "%"
+    # By job name first (ix_job_runs_console_job): the archived ids' pattern cannot use an index,
+    # and a scan of every run took the Chain page to 277 ms p95 on 1,000,000 runs.
+    jobs = [spec.name for spec in catalog.ALL if spec.queue == ACTION_QUEUE]
     resent = conn.execute(
-        "SELECT count(*) FROM job_runs WHERE job_id LIKE %s AND job_id LIKE %s",
-        (runs_scope, f"%{ARCHIVE}%"),
+        "SELECT count(*) FROM job_runs WHERE job_name = ANY(%s)"
+        " AND job_id LIKE %s AND job_id LIKE %s",
+        (jobs, runs_scope, f"%{ARCHIVE}%"),
     ).fetchone()[0]
     waiting = conn.execute(
         "SELECT job_id FROM chain_actions WHERE error_code = %s"
