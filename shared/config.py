@@ -173,6 +173,13 @@ class Settings(BaseSettings):
         description="While a worker's run writer is busy, how long a start waits for other "
         "threads' starts to share its statement (an idle worker's start never waits); 0: never",
     )
+    tracking_start_write_after_ms: float = Field(
+        default=1_000,
+        ge=0,
+        description="A run's start is kept in Redis and written with its outcome (one write per "
+        "short job); a run that lasts longer is written RUNNING after this long; 0: every start "
+        "is written before its handler runs",
+    )
     outbox_backoff_s: IntList = Field(
         default_factory=lambda: [60, 300, 1_800, 7_200, 43_200, 86_400],
         description="Outbox publish retry schedule in seconds (comma-separated); its length is "

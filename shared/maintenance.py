@@ -285,8 +285,11 @@ def recover(runtime: Runtime, *, now: datetime, grace_s: int = 0) -> Recovery:
 
 
 def _rebuild(row: dict[str, Any], *, attempt: int) -> Any:
+    """The message of a run whose own was lost with Redis's data. Marked `recovered`: its
+    start is written before it runs (never kept in Redis, `broker/starts.py`), since a start
+    kept in the Redis that lost its data was lost with it."""
     spec = catalog.BY_NAME.get(row["job_name"])
-    return build_message(
+    message = build_message(
         job_name=row["job_name"],
         queue=spec.queue if spec else row["queue"],
         payload=row["payload"],
@@ -297,3 +300,4 @@ def _rebuild(row: dict[str, Any], *, attempt: int) -> Any:
         request_id=row["request_id"],
         attempt=attempt,
     )
+    return message.copy(options={**message.options, "recovered": True})

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
+    from .broker.starts import RunStarts
     from .jobs.run_writer import RunWriter
     from .jobs.send import Sender
     from .queue_servers import QueueServers
@@ -128,7 +129,23 @@ class Runtime:
         """Group-commit writer of this process's QUEUED rows."""
         from .db.connect import run_writer
 
-        return run_writer(self.settings, name="jobfleet-queued-writer")
+        return run_writer(self.settings, name="jobfleet-queued-writer", on_fresh=self._mark_fresh)
+
+    def _mark_fresh(self, runs: list[tuple[str, str, str]]) -> None:
+        """Runs whose QUEUED rows were inserted new (job id, message id, queue): their job ids'
+        keys say so, on their queues' servers (`broker/starts.py`)."""
+        by_queue: dict[str, list[tuple[str, str]]] = {}
+        for job_id, message_id, queue in runs:
+            by_queue.setdefault(queue, []).append((job_id, message_id))
+        for client, queues in self.queue_servers.by_server(by_queue):
+            self.run_starts.mark_fresh(client, [run for q in queues for run in by_queue[q]])
+
+    @cached_property
+    def run_starts(self) -> RunStarts:
+        """The job id keys' start records (`broker/starts.py`)."""
+        from .broker.starts import RunStarts
+
+        return RunStarts(self.settings.broker_namespace)
 
     @cached_property
     def sender(self) -> Sender:

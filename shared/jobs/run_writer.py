@@ -96,6 +96,8 @@ def _storable(kind: str, params: Any, error: str) -> Any:
 #: 0020_partitioned_runs); the job id is unique with it, so a statement that may create a run
 #: takes that day from `jobfleet_run_created_on(job_id)`: the existing row's, or today's (under
 #: a lock on the job id, so that two first writes cannot make two rows on two days).
+#: A start kept in Redis (`broker/starts.py`) is written with the time it began (`st`) and, for
+#: an execution found interrupted, the lease it held (`lu`, run out): epoch seconds, else now.
 #: Every statement takes a whole batch as one JSON document (`json_to_recordset`): one
 #: statement and one round trip per batch, and the per-row encoding is orjson's (`_rows`) rather
 #: than Python-level parameter adaptation in a thread that shares the GIL with the workers.
@@ -104,16 +106,17 @@ WITH s AS (
 INSERT INTO job_runs AS r (org_id, job_name, job_id, queue, status, entity_type, entity_id,
                            payload, attempt, max_attempts, request_id, message_id, queued_at,
                            started_at, executions, lease_owner, lease_until, created_on)
-SELECT o, n, j, q, 'RUNNING', et, e, p, a, ma, rq, m, now(), now(), 1, w,
-       now() + make_interval(secs => ls), jobfleet_run_created_on(j)
+SELECT o, n, j, q, 'RUNNING', et, e, p, a, ma, rq, m, now(), COALESCE(to_timestamp(st), now()),
+       1, w, COALESCE(to_timestamp(lu), now() + make_interval(secs => ls)),
+       jobfleet_run_created_on(j)
   FROM json_to_recordset(%s::json)
        AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, a int, ma int, rq text, m text,
-            w text, ls float8)
+            w text, ls float8, st float8, lu float8)
  -- One job id lock after another in one order (jobfleet_run_created_on), whatever the batch's.
  ORDER BY j
 ON CONFLICT (job_id, created_on) DO UPDATE
    SET status = 'RUNNING', attempt = EXCLUDED.attempt, max_attempts = EXCLUDED.max_attempts,
-       message_id = EXCLUDED.message_id, started_at = now(), finished_at = NULL,
+       message_id = EXCLUDED.message_id, started_at = EXCLUDED.started_at, finished_at = NULL,
        next_retry_at = NULL, executions = r.executions + 1,
        lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
  WHERE r.status IN ('QUEUED', 'FAILED')
@@ -123,10 +126,10 @@ ON CONFLICT (job_id, created_on) DO UPDATE
     OR (r.status = 'CANCELED' AND r.message_id IS DISTINCT FROM EXCLUDED.message_id)
     -- A RUNNING run is never started here: see BLOCKED (a live lease) and TAKEOVER.
 RETURNING r.job_id, r.checkpoint, r.cancel_requested, r.attempt, r.executions, r.message_id,
-          r.lease_owner
+          r.lease_owner, r.started_at
 ), e AS (
-INSERT INTO job_executions (job_id, execution, attempt, worker, message_id)
-SELECT job_id, executions, attempt, lease_owner, message_id FROM s
+INSERT INTO job_executions (job_id, execution, attempt, worker, message_id, started_at)
+SELECT job_id, executions, attempt, lease_owner, message_id, started_at FROM s
 )
 SELECT job_id, checkpoint, cancel_requested, attempt, executions FROM s
 """
@@ -208,6 +211,39 @@ ON CONFLICT (job_id, created_on) DO UPDATE
  -- again (a new message id) is queued again; the very message a cancel was meant to skip is not.
  WHERE job_runs.status = 'STAGED'
     OR (job_runs.status = 'CANCELED' AND job_runs.message_id IS DISTINCT FROM EXCLUDED.message_id)
+-- The runs this statement made QUEUED: a worker may keep their starts in Redis (`on_fresh`).
+RETURNING job_id, message_id
+"""
+#: The outcome of a run whose start was kept in Redis (`broker/starts.py`): its start, its
+#: execution and its outcome in one statement, the run's one write after its QUEUED row. Taken
+#: as START_MANY would take the start (a run QUEUED, STAGED, FAILED, or CANCELED before this
+#: message was sent), so a run the store already sees started or finished is left as it is:
+#: its execution was put on the record by the delivery that took it over.
+FINISH_STARTED = """
+WITH f AS (
+INSERT INTO job_runs AS r (org_id, job_name, job_id, queue, status, entity_type, entity_id,
+                           payload, attempt, max_attempts, request_id, message_id, queued_at,
+                           started_at, executions, lease_owner, result, error_code, error,
+                           next_retry_at, finished_at, created_on)
+SELECT o, n, j, q, s, et, e, p, a, ma, rq, m, to_timestamp(st), to_timestamp(st), 1, w, res, ec,
+       er, nr, CASE WHEN fin THEN now() ELSE NULL END, jobfleet_run_created_on(j)
+  FROM json_to_recordset(%s::json)
+       AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, a int, ma int, rq text, m text,
+            w text, st float8, s text, res jsonb, ec text, er text, nr timestamptz, fin bool)
+ ORDER BY j
+ON CONFLICT (job_id, created_on) DO UPDATE
+   SET status = EXCLUDED.status, attempt = EXCLUDED.attempt,
+       max_attempts = EXCLUDED.max_attempts, message_id = EXCLUDED.message_id,
+       started_at = EXCLUDED.started_at, executions = r.executions + 1,
+       lease_owner = EXCLUDED.lease_owner, lease_until = NULL, result = EXCLUDED.result,
+       error_code = EXCLUDED.error_code, error = EXCLUDED.error,
+       next_retry_at = EXCLUDED.next_retry_at, finished_at = EXCLUDED.finished_at
+ WHERE r.status IN ('QUEUED', 'FAILED', 'STAGED')
+    OR (r.status = 'CANCELED' AND r.message_id IS DISTINCT FROM EXCLUDED.message_id)
+RETURNING r.job_id, r.executions, r.attempt, r.lease_owner, r.message_id, r.started_at
+)
+INSERT INTO job_executions (job_id, execution, attempt, worker, message_id, started_at)
+SELECT job_id, executions, attempt, lease_owner, message_id, started_at FROM f
 """
 FINISH_MANY = """
 UPDATE job_runs AS r
@@ -262,6 +298,9 @@ class Finish:
     error_code: str | None = None
     error: str | None = None
     next_retry_at: Any = None
+    #: A start kept in Redis (`broker/starts.py`): its START row (`RunWriter.start_row`), then
+    #: written with the outcome in one statement (`FINISH_STARTED`).
+    start: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -324,6 +363,7 @@ class RunWriter:
         start_linger_ms: float = 0,
         name: str = "jobfleet-run-writer",
         pooled: bool = False,
+        on_fresh: Callable[[list[tuple[str, str, str]]], None] | None = None,
     ) -> None:
         # linger_ms: how long the fast lane lets QUEUED rows (nobody waits for them) gather.
         # finish_linger_ms: the same for terminal outcomes on the durable lane, which only the
@@ -352,6 +392,10 @@ class RunWriter:
             name=f"{name}-durable",
             pooled=pooled,
         )
+        # on_fresh: told (job id, message id, queue) of each QUEUED row a batch inserted new,
+        # once it is written: its job id's key is marked so that a worker may keep the run's
+        # start in Redis (`broker/starts.py`).
+        self._fast.on_fresh = on_fresh
         #: The latest rows refused for what they hold (most recent last), for operators/tests.
         self.refused: collections.deque[RowRefused] = collections.deque(maxlen=REFUSED_KEPT)
         self._fast.refused = self._durable.refused = self.refused
@@ -440,11 +484,36 @@ class RunWriter:
         held: set[str] = self._fast.submit("renew", params).result(timeout)
         return held
 
-    def submit_start(self, info: MessageInfo, max_attempts: int) -> _Waiter:
-        """`start_run` without waiting: `.result(timeout)` gives the `Started` (or None)."""
-        row = {
-            "w": self.owner,
-            "ls": self.lease_s,
+    def submit_start(
+        self,
+        info: MessageInfo,
+        max_attempts: int,
+        *,
+        started_at: float | None = None,
+        lease_until: float | None = None,
+        owner: str | None = None,
+    ) -> _Waiter:
+        """`start_run` without waiting: `.result(timeout)` gives the `Started` (or None). A
+        start kept in Redis is written with the time it began (`started_at`, epoch seconds);
+        one found interrupted also with its owner and the lease it held (`lease_until`)."""
+        row = self.start_row(info, max_attempts, started_at=started_at, owner=owner)
+        row["ls"] = self.lease_s
+        if lease_until is not None:
+            row["lu"] = lease_until
+        return self._fast.submit("start", row)
+
+    def start_row(
+        self,
+        info: MessageInfo,
+        max_attempts: int,
+        *,
+        started_at: float | None = None,
+        owner: str | None = None,
+    ) -> dict[str, Any]:
+        """A run's START row (`START_MANY`'s keys), also carried by a `Finish` (`start`)."""
+        return {
+            "w": owner or self.owner,
+            "st": started_at,
             "o": info.org_id,
             "n": info.job_name,
             "j": info.job_id,
@@ -457,7 +526,6 @@ class RunWriter:
             "rq": info.request_id,
             "m": info.message_id,
         }
-        return self._fast.submit("start", row)
 
     def record_queued(self, row: dict[str, Any]) -> None:
         """Fire and forget: the QUEUED row of a message that Redis already holds (keys of
@@ -485,6 +553,8 @@ class RunWriter:
             "w": self.owner,
         }
         lane = self._durable if finish.terminal else self._fast
+        if finish.start is not None:
+            return lane.submit("finish_started", {**finish.start, **row})
         return lane.submit("finish", row)
 
     def progress(
@@ -620,6 +690,8 @@ class _Lane:
         self._written = 0
         self._retry_delay = 0.25
         self.retry_max_s = 5.0
+        #: Called with the QUEUED rows a batch inserted new (`RunWriter(on_fresh=)`).
+        self.on_fresh: Callable[[list[tuple[str, str, str]]], None] | None = None
         self.healthy = True
         self.last_error: str | None = None
         self.last_ok = 0.0
@@ -721,8 +793,20 @@ class _Lane:
                     continue
                 self._failed(batch, exc)
                 return
+            if self.on_fresh is not None:
+                self._tell_fresh([op for op in batch if done.get(id(op)) is True])
             self._done(batch, [done.get(id(op)) for op in batch])
             return
+
+    def _tell_fresh(self, ops: Sequence[_Op]) -> None:
+        """Hand the QUEUED rows this batch inserted new to `on_fresh` (job id, message id,
+        queue); a failure there costs their workers a written start, nothing else."""
+        if not ops or self.on_fresh is None:
+            return
+        try:
+            self.on_fresh([(op.params["j"], op.params["m"], op.params["q"]) for op in ops])
+        except Exception as exc:
+            log.warning("run_writer.fresh_not_marked", rows=len(ops), error=str(exc)[:200])
 
     def _done(self, batch: Sequence[_Op], results: Sequence[Any]) -> None:
         self.healthy, self.last_error, self._retry_delay = True, None, 0.25
@@ -840,11 +924,19 @@ class _Lane:
         if "queued" in by_kind:
             # One row per job id (ON CONFLICT DO UPDATE may touch a row once per statement).
             queued = sorted({op.params["j"]: op for op in by_kind["queued"]}.values(), key=_job)
-            conn.execute(QUEUED_MANY, (_rows(queued),))
-            results.update((id(op), None) for op in by_kind["queued"])
+            fresh = set(conn.execute(QUEUED_MANY, (_rows(queued),)).fetchall())
+            # True: this op's row was inserted (or re-queued) by this statement.
+            results.update(
+                (id(op), (op.params["j"], op.params["m"]) in fresh) for op in by_kind["queued"]
+            )
         if "finish" in by_kind:
             conn.execute(FINISH_MANY, _finish_params(sorted(by_kind["finish"], key=_job)))
             results.update((id(op), None) for op in by_kind["finish"])
+        if "finish_started" in by_kind:
+            # One row per job id, as for QUEUED rows (a second would be refused with the batch).
+            rows = {op.params["j"]: op for op in reversed(by_kind["finish_started"])}
+            conn.execute(FINISH_STARTED, (_rows(sorted(rows.values(), key=_job)),))
+            results.update((id(op), None) for op in by_kind["finish_started"])
         if "start" in by_kind:
             self._starts(conn, by_kind["start"], results)
         for op in by_kind.get("takeover", ()):

@@ -173,6 +173,15 @@ def list_runs(
     return [RunView(**row) for row in rows]
 
 
+def _started_unwritten(runtime: Runtime, job_id: str, queue: str) -> bool:
+    """Whether a worker started this QUEUED run and keeps its start in Redis (a run shorter
+    than TRACKING_START_WRITE_AFTER_MS is written once, with its outcome). Otherwise its job
+    id's key is released here, in the same script (under the run's row lock): a delivery
+    after that finds no key and has its start written, which waits for this cancel and then
+    skips the CANCELED run."""
+    return runtime.run_starts.cancel(runtime.sender.gate.client(queue), job_id) is not None
+
+
 def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) -> str:
     """Cancel a run: STAGED (committed, not yet published: its outbox event is canceled too),
     QUEUED or FAILED (waiting for a retry) → CANCELED at once, and the message is skipped when
@@ -194,11 +203,14 @@ def cancel(job_id: str, *, org_id: UUID | None, runtime: Runtime | None = None) 
         # then the run carries its message id, which the canceled run skips.
         conn.execute(CANCEL_EVENTS, (job_id,))
         row = conn.execute(
-            f"SELECT status FROM job_runs WHERE job_id = %s {scope} FOR UPDATE", [job_id, *params]
+            f"SELECT status, queue FROM job_runs WHERE job_id = %s {scope} FOR UPDATE",
+            [job_id, *params],
         ).fetchone()
         if row is None:
             raise RunNotFound(f"no run {job_id}")
         status = row[0]
+        if status in ("STAGED", "QUEUED") and _started_unwritten(runtime, job_id, row[1]):
+            status = "RUNNING"  # started, its start kept in Redis (broker/starts.py)
         if status in ("STAGED", "QUEUED", "FAILED"):
             conn.execute(
                 "UPDATE job_runs SET status = 'CANCELED', cancel_requested = TRUE, finished_at = now(), "

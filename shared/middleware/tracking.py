@@ -26,6 +26,7 @@ from dramatiq.middleware import Middleware, SkipMessage
 from dramatiq.middleware.middleware import MiddlewareError
 
 from ..broker import Delivery, dedup_key, delivery_of, failure_of, message_of
+from ..broker.starts import PriorStart, RunStarts
 from ..config import RetryPolicy, Settings
 from ..contracts.base import SYSTEM_ORG
 from ..errors import AlreadyDone, InvalidPayload, LeaseLost, PermanentError, RetryLater
@@ -79,6 +80,12 @@ class Tracking(Middleware):
         #: Of those, the ones whose handler is done (their outcome on its way).
         self._settling: set[str] = set()
         self._stop = threading.Event()
+        #: Runs started here whose start is kept in Redis, not yet in `job_runs` (job id ->
+        #: `_KeptStart`): written with their outcome, or once they outlive `_write_after_s`.
+        self._kept: dict[str, _KeptStart] = {}
+        self._kept_changed = threading.Condition(threading.Lock())
+        self._write_after_s = settings.tracking_start_write_after_ms / 1000
+        self._starts: RunStarts | None = None
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
         self._stop.clear()
@@ -98,13 +105,19 @@ class Tracking(Middleware):
             for job_id in list(self._running)
             if job_id not in self._settling and job_id in self._messages
         }
-        if not running:
+        kept = self._unclaim_kept(broker)
+        if not running and not kept:
             return 0
-        try:
-            released = self.writer.release(list(running))
-        except Exception as exc:  # their leases run out; they are taken over as after a crash
-            log.warning("worker.hand_back_failed", runs=len(running), error=str(exc)[:200])
-            return 0
+        released = set()
+        if running:
+            try:
+                released = self.writer.release(list(running))
+            except Exception as exc:  # their leases run out; taken over as after a crash
+                log.warning("worker.hand_back_failed", runs=len(running), error=str(exc)[:200])
+                if not kept:
+                    return 0
+        running.update(kept)
+        released |= set(kept)
         by_queue: dict[str, list[str]] = {}
         for job_id in released:
             message = running[job_id]
@@ -124,7 +137,14 @@ class Tracking(Middleware):
         another execution took (this process stalled past it) is marked, and stops at its next
         progress report (`LeaseLost`)."""
         interval = self.settings.heartbeat_interval_ms / 1000
-        while not self._stop.wait(interval):
+        # Kept starts are written once they outlive `_write_after_s`: looked at twice as often.
+        tick = min(interval, self._write_after_s / 2) if self._write_after_s else interval
+        renewed = time.monotonic()
+        while not self._stop.wait(tick):
+            self._write_due_starts()
+            if time.monotonic() - renewed < interval - tick / 2:
+                continue
+            renewed = time.monotonic()
             running = dict(self._running)
             if not running:
                 continue
@@ -175,8 +195,19 @@ class Tracking(Middleware):
         policy = self.policy(broker, info.job_name, info.queue)
         self.gate.enter()
         state.gate = "shared"
+        kept: _KeptStart | None = None
         try:
-            started = self.writer.start_run(info, policy.max_attempts)
+            started = self._keep_start(broker, message, info)
+            if isinstance(started, Started):
+                kept = _KeptStart(info, policy.max_attempts, message, time.time(), broker)
+            else:
+                seal = started is _SEAL
+                if isinstance(started, PriorStart):
+                    started = self._prior_start(info, policy, started)
+                if started is None or seal:
+                    started = self.writer.start_run(info, policy.max_attempts)
+                if seal and isinstance(started, Started):
+                    self._seal(broker, info)
             if isinstance(started, Blocked):
                 started = self._blocked(broker, message, state, info, policy, started)
         except RowRefused as exc:
@@ -213,15 +244,20 @@ class Tracking(Middleware):
             request_id=info.request_id,
             checkpoint=started.checkpoint,
             cancel_requested=started.cancel_requested,
-            _write_progress=self.writer.progress,
+            _write_progress=self.writer.progress if kept is None else self._progress,
             parsed=parsed,
         )
         state.info = info
         state.ctx = ctx
         state.started = time.monotonic()
         state.token = set_current_job(ctx)
-        self._running[info.job_id] = ctx
-        self._messages[info.job_id] = message
+        if kept is not None:
+            kept.ctx = ctx
+            with self._kept_changed:
+                self._kept[info.job_id] = kept
+        else:
+            self._running[info.job_id] = ctx
+            self._messages[info.job_id] = message
         if refusal is not None:  # recorded as started: the outcome makes it DEAD at once
             raise refusal
 
@@ -279,6 +315,189 @@ class Tracking(Middleware):
             self._defer(broker, message, info, taken.remaining_s)
         return taken
 
+    # -- starts kept in Redis (broker/starts.py) -------------------------------------------
+
+    def _keep_start(self, broker: dramatiq.Broker, message: Any, info: MessageInfo) -> Any:
+        """Keep this run's start on its job id's key in Redis instead of writing it: a
+        `Started` when kept; a `PriorStart` when an earlier delivery of this message (or a copy)
+        started it; None or `_SEAL` when the run store must decide (a retry, a key gone, held
+        by another message or not marked fresh, a message recovered after Redis lost its data,
+        a broker without keys, kept starts turned off, a Redis error). `_SEAL`: the key may
+        still let a later delivery keep a start, so it is marked once this one is written."""
+        client = getattr(broker, "client", None)
+        if (
+            client is None
+            or info.attempt != 1
+            or message.options.get("recovered")
+            or info.job_id.startswith("raw:")
+        ):
+            return None
+        if self._starts is None:
+            self._starts = RunStarts(broker.namespace)  # type: ignore[attr-defined]
+        if not self._write_after_s:
+            return _SEAL
+        now_ms = int(time.time() * 1000)
+        try:
+            claimed = self._starts.claim(
+                client,
+                info.job_id,
+                info.message_id,
+                self.writer.owner,
+                now_ms=now_ms,
+                lease_ms=int(self.writer.lease_s * 1000),
+            )
+        except Exception as exc:
+            log.warning("run.start_not_kept", job_id=info.job_id, error=str(exc)[:200])
+            return _SEAL
+        if claimed is True:
+            return Started(None, False, info.attempt, 1)
+        if claimed == info.message_id:
+            # Not marked fresh (yet: its QUEUED row may be on its way): written at once, and
+            # then said on the key, which its producer may mark fresh a moment later.
+            return _SEAL
+        return claimed if isinstance(claimed, PriorStart) else None
+
+    def _seal(self, broker: Any, info: MessageInfo) -> None:
+        """This message's start was written at once, its job id's key still holding the bare
+        message id (kept starts off, or Redis did not answer the claim): the key says it is
+        written, so a later delivery of this message asks the run store rather than keep a
+        start of its own beside this one."""
+        try:
+            if self._starts is not None:
+                self._starts.written(broker.client, info.job_id, info.message_id, self.writer.owner)
+        except Exception as exc:
+            log.warning("run.start_not_marked", job_id=info.job_id, error=str(exc)[:200])
+
+    def _prior_start(
+        self, info: MessageInfo, policy: RetryPolicy, prior: PriorStart
+    ) -> Blocked | None:
+        """A delivery of this message (or of the one holding the job id: a copy) started the
+        run and kept the start in Redis. Under a live lease it is in flight: a `Blocked`. Its
+        lease over, that execution was interrupted (its worker died or stalled before writing
+        anything): put on the record as such (this message's own), and the run store decides
+        as for any start (None)."""
+        remaining = prior.lease_until - time.time()
+        if remaining > 0:
+            return Blocked(True, remaining, 0, 0, prior.owner)
+        if prior.message_id != info.message_id:
+            return None  # a copy of the job: its own start is decided by the run store
+        self.writer.submit_start(
+            info,
+            policy.max_attempts,
+            started_at=prior.started_at,
+            lease_until=prior.lease_until,
+            owner=prior.owner,
+        ).result(30)
+        log.warning("run.kept_start_interrupted", job_id=info.job_id, owner=prior.owner)
+        return None
+
+    def _progress(
+        self, job_id: str, done: int, total: int, checkpoint: Any, timeout: float = 30
+    ) -> bool | None:
+        """A kept run reports progress: its start is written first (a checkpoint must belong
+        to a run the store sees RUNNING); None when it was taken over meanwhile."""
+        if not self._write_start(job_id):
+            return None
+        return self.writer.progress(job_id, done, total, checkpoint, timeout)
+
+    def _write_due_starts(self) -> None:
+        """Write the starts of the kept runs that outlived `_write_after_s`, so that the
+        status API and the console see them RUNNING and their leases are renewed."""
+        if not self._kept:
+            return
+        now = time.time()
+        with self._kept_changed:
+            due = [
+                job_id
+                for job_id, kept in self._kept.items()
+                if kept.state == "kept" and now - kept.started_at >= self._write_after_s
+            ]
+        for job_id in due:
+            self._write_start(job_id)
+
+    def _write_start(self, job_id: str) -> bool:
+        """Write a kept run's start (`START_MANY` with the time it began); afterwards its
+        lease is renewed like any run's. False when the run was taken over or finished
+        meanwhile (the run is marked `lease_lost`) or the store did not answer (tried again
+        at the next tick)."""
+        with self._kept_changed:
+            kept = self._kept.get(job_id)
+            if kept is None:
+                return True  # written already, or its outcome is on its way
+            while kept.state == "writing":
+                self._kept_changed.wait()
+            if kept.state != "kept":
+                return kept.state == "written"
+            kept.state = "writing"
+        try:
+            started = self.writer.submit_start(
+                kept.info, kept.max_attempts, started_at=kept.started_at
+            ).result(30)
+        except Exception as exc:
+            log.warning("run.start_not_recorded", job_id=job_id, error=str(exc)[:200])
+            with self._kept_changed:
+                kept.state = "kept"
+                self._kept_changed.notify_all()
+            return False
+        ctx = kept.ctx
+        if isinstance(started, Started) and self._starts is not None:
+            try:  # a later delivery asks the run store (whose lease is renewed) from now on
+                self._starts.written(
+                    kept.broker.client, job_id, kept.info.message_id, self.writer.owner
+                )
+            except Exception as exc:  # it then finds this start's lease run out: a no-op
+                log.warning("run.start_not_marked", job_id=job_id, error=str(exc)[:200])
+        with self._kept_changed:
+            self._kept.pop(job_id, None)
+            if isinstance(started, Started) and ctx is not None:
+                kept.state = "written"
+                ctx.cancel_requested = ctx.cancel_requested or started.cancel_requested
+                self._running[job_id] = ctx
+                self._messages[job_id] = kept.message
+            else:
+                kept.state = "lost"
+                if ctx is not None:
+                    ctx.lease_lost = True
+                log.warning("run.lease_lost", job_id=job_id, reason="taken over before written")
+            self._kept_changed.notify_all()
+        return kept.state == "written"
+
+    def _take_kept(self, job_id: str, ctx: JobContext) -> _KeptStart | None:
+        """The kept start of a run whose handler ended, to be written with its outcome; None
+        when its start is written already (or being written: waited for)."""
+        if not self._kept:
+            return None
+        with self._kept_changed:
+            kept = self._kept.get(job_id)
+            if kept is None or kept.ctx is not ctx:
+                return None
+            while kept.state == "writing":
+                self._kept_changed.wait()
+            if kept.state != "kept":
+                return None
+            kept.state = "finishing"
+            del self._kept[job_id]
+            return kept
+
+    def _unclaim_kept(self, broker: Any) -> dict[str, Any]:
+        """At shutdown: hand back the kept starts of runs still executing (their key holds
+        their message id again: the next delivery starts afresh, no attempt counted). Returns
+        their messages by job id."""
+        with self._kept_changed:
+            kept = [k for k in self._kept.values() if k.state == "kept"]
+            for k in kept:
+                k.state = "handed back"
+        handed: dict[str, Any] = {}
+        for k in kept:
+            try:
+                if self._starts is not None and self._starts.unclaim(
+                    broker.client, k.info.job_id, k.info.message_id, self.writer.owner
+                ):
+                    handed[k.info.job_id] = k.message
+            except Exception as exc:  # its lease runs out: taken over as after a crash
+                log.warning("worker.hand_back_failed", job_id=k.info.job_id, error=str(exc)[:200])
+        return handed
+
     def forget(self, ctx: JobContext) -> None:
         """Stop renewing the lease of a run whose outcome is recorded."""
         if self._running.get(ctx.job_id) is ctx:
@@ -299,6 +518,13 @@ class Tracking(Middleware):
         """Leave the process's gate (shared or solo) and the set of runs in flight."""
         state = delivery_of(message)
         ctx = state.ctx
+        if ctx is not None and self._kept:
+            with self._kept_changed:  # a kept start its outcome did not take (none recorded)
+                kept = self._kept.get(ctx.job_id)
+                while kept is not None and kept.ctx is ctx and kept.state == "writing":
+                    self._kept_changed.wait()
+                if kept is not None and kept.ctx is ctx and kept.state == "kept":
+                    del self._kept[ctx.job_id]
         if ctx is not None and self._running.get(ctx.job_id) is ctx:
             if state.durable is not None:
                 self._settling.add(ctx.job_id)  # renewed until `_PendingOutcome.wait` returns
@@ -417,6 +643,7 @@ class Tracking(Middleware):
             result_max_bytes=self.settings.result_max_bytes,
         )
         state.outcome = outcome
+        kept = self._take_kept(info.job_id, ctx)
         # Enqueue the retry before recording FAILED: a crash in between leaves a RUNNING row
         # with a pending retry (which will update it), never a FAILED row with none.
         if outcome.requeue_delay_ms is not None and not self._requeue(
@@ -430,6 +657,7 @@ class Tracking(Middleware):
             error_code=outcome.error_code,
             error=outcome.error,
             next_retry_at=outcome.next_retry_at(datetime.now(UTC)),
+            start=None if kept is None else kept.row(self.writer),
         )
         if outcome.status == "CANCELED":
             self._release_job_id(broker, info.job_id)
@@ -518,6 +746,9 @@ class Tracking(Middleware):
                 delivery_of(message).hand_back = True
             return False
 
+
+#: `_keep_start`: the start is written at once, then marked on the job id's key (`_seal`).
+_SEAL = object()
 
 #: A message of a paused queue goes back through the delay queue, into the (paused) queue.
 PAUSED_REQUEUE_MS = 500
@@ -710,3 +941,27 @@ class _PendingOutcome:
 EXPECTED_FAILURES = (PermanentError, AlreadyDone, RetryLater, LeaseLost)
 
 _LEVELS = {"COMPLETED": 20, "FAILED": 30, "DEAD": 40, "CANCELED": 20, "QUEUED": 20}
+
+
+class _KeptStart:
+    """A run started here whose start is kept in Redis (`Tracking._keep_start`). Its `state`:
+    kept -> writing -> written (START_MANY, then renewed like any run) or lost (taken over);
+    kept -> finishing (written with its outcome); kept -> handed back (a shutdown)."""
+
+    __slots__ = ("broker", "ctx", "info", "max_attempts", "message", "started_at", "state")
+
+    def __init__(
+        self, info: MessageInfo, max_attempts: int, message: Any, started_at: float, broker: Any
+    ) -> None:
+        self.broker = broker
+        self.info = info
+        self.max_attempts = max_attempts
+        self.message = message
+        #: Epoch seconds.
+        self.started_at = started_at
+        self.ctx: JobContext | None = None
+        self.state = "kept"
+
+    def row(self, writer: RunWriter) -> dict[str, Any]:
+        """Its START row, carried by the outcome (`Finish.start`)."""
+        return writer.start_row(self.info, self.max_attempts, started_at=self.started_at)

@@ -23,6 +23,7 @@ from redis.connection import parse_url
 from shared.broker import build_broker
 from shared.broker.consumer import FETCH
 from shared.broker.gate import SCRIPT as ENQUEUE_ONCE
+from shared.broker.starts import RunStarts
 from shared.config import Settings
 from shared.db.connect import run_writer
 from shared.jobs import runs
@@ -158,7 +159,16 @@ def test_a_delivery_that_cannot_be_deferred_while_redis_is_unreachable_goes_back
     elsewhere.lease_s = 60.0  # another worker runs it, under a live lease
     try:
         assert isinstance(elsewhere.start_run(message_info(sent.job_id), 3), Started)
-        dropped = proxy.lose_request(sent.job_id.encode())  # the deferral's enqueue
+        # What that worker does once its start is written: the job id's key says so, and this
+        # delivery asks the run store (shared/broker/starts.py).
+        assert sent.message_id is not None
+        client = runtime.broker.client  # type: ignore[attr-defined]
+        RunStarts(settings.broker_namespace).written(
+            client, sent.job_id, sent.message_id, elsewhere.owner
+        )
+        # The deferral's enqueue: it carries the payload (the delivery's script calls before it
+        # name the job id too).
+        dropped = proxy.lose_request(b"in flight")
         worker = procs.worker(threads=2, env={"REDIS_URL": f"redis://{proxy.url}/0"})
         wait_for(dropped.is_set, what="the deferral's enqueue dropped, Redis unreachable")
         time.sleep(1)

@@ -38,7 +38,9 @@ end
 if ARGV[2] ~= "0" then
     local existing = redis.call("get", KEYS[1])
     if existing then
-        return existing
+        -- A worker records a run's start after a "|" on this key (lua/run_start.lua): the
+        -- holder is the message id before it.
+        return string.match(existing, "^[^|]*")
     end
     redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2])
 end

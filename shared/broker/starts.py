@@ -1,0 +1,121 @@
+"""A run's first start kept in Redis, on its job id's key, instead of a row written before it runs.
+
+A send claims the job id's key with its message id as the value (`gate.py`). Once its producer
+has inserted the run's QUEUED row new (not a job id whose run exists already: sent again past
+the dedup window, say), `mark_fresh` says so on the key ("<message id>|fresh"). When a worker
+takes a message whose key says fresh, `claim` records the start on that key ("<message id>|
+<owner>|<lease until>|<started>", one script call, `lua/run_start.lua`) and the run goes on
+without writing to Postgres: its start reaches `job_runs` in the statement that records its outcome
+(`run_writer.FINISH_STARTED`), or, for a run that outlives `TRACKING_START_WRITE_AFTER_MS`, a
+moment after it began (`middleware/tracking.py`). A later delivery of the same message (its
+worker died, an acknowledgement was lost) finds the start on the key: live, it waits like any
+delivery of a run in flight; its lease over, the start is put on the record as an interrupted
+execution, and the run store decides from there (takeover, WORKER_CRASHED), as for any start.
+docs/kernel.md, "One durable write per short job", says what holds and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import redis
+
+from .gate import dedup_key
+
+SCRIPT = resources.files(__package__).joinpath("lua/run_start.lua").read_text()
+FRESH = resources.files(__package__).joinpath("lua/run_fresh.lua").read_text()
+
+
+@dataclass(frozen=True, slots=True)
+class PriorStart:
+    """A start recorded on the key by an earlier delivery of this message."""
+
+    #: The message whose delivery started it (a copy of the job may hold another id).
+    message_id: str
+    owner: str
+    #: Epoch seconds: when its lease runs out, and when it began.
+    lease_until: float
+    started_at: float
+
+
+class RunStarts:
+    """The script's three uses, on the Redis client of the queue's server."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self._shas: dict[str, str] = {}
+
+    def _call(self, client: redis.Redis, job_id: str, *args: Any) -> Any:
+        return self._eval(client, SCRIPT, 1, dedup_key(self.namespace, job_id), *args)
+
+    def _eval(self, client: redis.Redis, script: str, keys: int, *args: Any) -> Any:
+        sha = self._shas.get(script)
+        if sha is None:
+            sha = self._shas[script] = client.script_load(script)
+        try:
+            return client.evalsha(sha, keys, *args)
+        except redis.exceptions.NoScriptError:  # a Redis restarted (or failed over) since
+            self._shas[script] = client.script_load(script)
+            return client.evalsha(self._shas[script], keys, *args)
+
+    def claim(
+        self,
+        client: redis.Redis,
+        job_id: str,
+        message_id: str,
+        owner: str,
+        *,
+        now_ms: int,
+        lease_ms: int,
+    ) -> bool | PriorStart | str | None:
+        """True: this start is recorded on the key (the run goes on without a write). A
+        `PriorStart`: a delivery of this message, or of the message holding the job id, started
+        the run and kept its start. Else the run store decides, as before: the key's value (not
+        marked fresh, or written already, or another message's), or None (no key)."""
+        reply = self._call(client, job_id, "claim", message_id, owner, now_ms, lease_ms)
+        if reply == 1:
+            return True
+        if not reply:
+            return None
+        return prior_start(reply) or (reply.decode() if isinstance(reply, bytes) else str(reply))
+
+    def written(self, client: redis.Redis, job_id: str, message_id: str, owner: str) -> None:
+        """The kept start is now in `job_runs`: the key says so ("<message id>|written"), and a
+        later delivery asks the run store, whose lease is the one renewed from now on."""
+        self._call(client, job_id, "written", message_id, owner)
+
+    def unclaim(self, client: redis.Redis, job_id: str, message_id: str, owner: str) -> bool:
+        """Hand a start back (a shutdown stops the run): the key holds the message id again, so
+        its next delivery starts it afresh, no attempt counted."""
+        return bool(self._call(client, job_id, "unclaim", message_id, owner) == 1)
+
+    def mark_fresh(self, client: redis.Redis, runs: list[tuple[str, str]]) -> int:
+        """Mark the keys of runs (job id, message id) whose QUEUED rows were just inserted new,
+        all on one server, in one script call; returns how many were marked."""
+        if not runs:
+            return 0
+        keys = [dedup_key(self.namespace, job_id) for job_id, _ in runs]
+        marked: int = self._eval(client, FRESH, len(keys), *keys, *(m for _, m in runs))
+        return marked
+
+    def cancel(self, client: redis.Redis, job_id: str) -> PriorStart | None:
+        """Release the job id's key for a cancel, unless a start is recorded on it: then the
+        run may be executing without a row that says so, and that start is returned."""
+        reply = self._call(client, job_id, "cancel")
+        if reply == 1 or not reply:
+            return None
+        return prior_start(reply)
+
+
+def prior_start(value: bytes | str) -> PriorStart | None:
+    """The start kept in a key's value, if one is (not a bare message id, not written)."""
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    parts = text.split("|")
+    if len(parts) != 4:
+        return None
+    try:
+        return PriorStart(parts[0], parts[1], float(parts[2]) / 1000, float(parts[3]) / 1000)
+    except ValueError:
+        return None

@@ -1,0 +1,160 @@
+"""One durable write per short job (issue 36): a run's start is kept in Redis, on its job id's
+key, and reaches `job_runs` with its outcome in one statement; a run that outlives
+TRACKING_START_WRITE_AFTER_MS is written RUNNING meanwhile; a worker that dies with a kept start
+leaves that execution on the record and counted as an attempt; a cancel sees a kept start.
+
+Every write of `job_runs` is seen through a trigger installed for the test: which statuses the
+run store held, in order."""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from shared.broker import dedup_key
+from shared.jobs import runs
+from tests.support.jobs import ECHO, HOLD
+from tests.support.procs import Procs
+from tests.support.wait import wait_for, wait_run
+
+TRIGGER = """
+CREATE TABLE IF NOT EXISTS test_run_writes (
+    job_id text, status text, executions int, at timestamptz DEFAULT clock_timestamp());
+CREATE OR REPLACE FUNCTION test_log_run_write() RETURNS trigger AS $$
+BEGIN
+    INSERT INTO test_run_writes (job_id, status, executions)
+    VALUES (NEW.job_id, NEW.status, NEW.executions);
+    RETURN NULL;
+END $$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS test_log_run_write ON job_runs;
+CREATE TRIGGER test_log_run_write AFTER INSERT OR UPDATE ON job_runs
+    FOR EACH ROW EXECUTE FUNCTION test_log_run_write();
+"""
+
+
+@pytest.fixture
+def writes(db) -> Iterator[Any]:
+    """Every write of a run from now on: `writes(job_id)` gives its statuses in order."""
+    db.execute(TRIGGER)
+
+    def of(job_id: str) -> list[str]:
+        rows = db.execute(
+            "SELECT status FROM test_run_writes WHERE job_id = %s ORDER BY at", (job_id,)
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    try:
+        yield of
+    finally:
+        db.execute("DROP TRIGGER IF EXISTS test_log_run_write ON job_runs")
+
+
+def _executions(db, job_id: str) -> list[tuple[int, int, str, Any]]:
+    return db.execute(
+        "SELECT execution, attempt, worker, started_at FROM job_executions WHERE job_id = %s "
+        "ORDER BY execution",
+        (job_id,),
+    ).fetchall()
+
+
+def _key(runtime, job_id: str) -> str:
+    value = runtime.broker.client.get(dedup_key(runtime.settings.broker_namespace, job_id))
+    return value.decode() if value else ""
+
+
+def _hold(org: uuid.UUID, seconds: float) -> dict[str, Any]:
+    return {"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": seconds}
+
+
+def test_a_short_job_is_written_once_after_its_queued_row(
+    runtime, db, writes, request: pytest.FixtureRequest
+) -> None:
+    org = uuid.uuid4()
+    sent = ECHO.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": "once"})
+    assert runtime.settle(5)
+    assert _key(runtime, sent.job_id) == f"{sent.message_id}|fresh"  # its row inserted new
+    request.getfixturevalue("fleet")  # a worker from now on
+
+    run = wait_run(sent.job_id, "COMPLETED", org_id=org)
+    # QUEUED by its producer, then one statement: start, execution and outcome together.
+    assert writes(sent.job_id) == ["QUEUED", "COMPLETED"]
+    assert (run.attempt, run.executions) == (1, 1)
+    assert run.started_at is not None and run.finished_at is not None
+    assert run.started_at <= run.finished_at
+    ((execution, attempt, worker, started_at),) = _executions(db, sent.job_id)
+    assert (execution, attempt, started_at) == (1, 1, run.started_at)
+    assert _key(runtime, sent.job_id).startswith(f"{sent.message_id}|{worker}|")
+
+
+def test_a_job_that_outlives_the_threshold_is_seen_running_while_it_runs(
+    runtime, db, writes, request: pytest.FixtureRequest
+) -> None:
+    after_s = runtime.settings.tracking_start_write_after_ms / 1000
+    org = uuid.uuid4()
+    sent = HOLD.send(_hold(org, after_s + 2.0))
+    assert runtime.settle(5)
+    request.getfixturevalue("fleet")
+
+    running = wait_run(sent.job_id, "RUNNING", org_id=org, timeout=after_s + 1.5)
+    assert running.started_at is not None and running.executions == 1
+    assert _key(runtime, sent.job_id) == f"{sent.message_id}|written"
+    run = wait_run(sent.job_id, "COMPLETED", org_id=org, timeout=15)
+    # (Each lease renewal is a write of the RUNNING run too.)
+    statuses = writes(sent.job_id)
+    assert [s for i, s in enumerate(statuses) if not i or statuses[i - 1] != s] == [
+        "QUEUED",
+        "RUNNING",
+        "COMPLETED",
+    ]
+    assert (run.attempt, run.executions, run.started_at) == (1, 1, running.started_at)
+    assert [(e, a) for e, a, _, _ in _executions(db, sent.job_id)] == [(1, 1)]
+
+
+def test_a_cancel_while_a_kept_start_runs_is_a_cancel_request(
+    runtime, writes, request: pytest.FixtureRequest
+) -> None:
+    org = uuid.uuid4()
+    sent = HOLD.send(_hold(org, 0.8))  # shorter than the threshold: kept until it ends
+    assert runtime.settle(5)
+    request.getfixturevalue("fleet")
+    wait_for(lambda: "|fresh" not in _key(runtime, sent.job_id), what="the start kept")
+    assert runs.find(sent.job_id, org_id=org).status == "QUEUED"  # what the store knows
+
+    assert runs.cancel(sent.job_id, org_id=org) == "CANCEL_REQUESTED"
+    run = wait_run(sent.job_id, "COMPLETED", org_id=org, timeout=15)
+    assert run.cancel_requested  # asked, and the job (which never checks) ran to its end
+    assert writes(sent.job_id)[-1] == "COMPLETED"
+
+
+@pytest.mark.slow  # spawns processes and waits out a heartbeat timeout
+def test_a_worker_that_dies_with_a_kept_start_leaves_it_on_the_record_as_an_attempt(
+    runtime, db, procs: Procs
+) -> None:
+    org = uuid.uuid4()
+    sent = HOLD.send(_hold(org, 2.0))
+    assert runtime.settle(5)
+    first = procs.worker(threads=2, name="first")
+    wait_for(lambda: f"hold start {sent.job_id}" in "\n".join(procs.mark_lines()), what="started")
+    value = _key(runtime, sent.job_id)
+    assert value.startswith(f"{sent.message_id}|") and value.count("|") == 3, value
+    dead_owner = value.split("|")[1]
+    pid = int(dead_owner.split(":")[1])
+    assert pid in first.children()
+    os.kill(pid, signal.SIGKILL)  # before the threshold: nothing of this start is in Postgres
+    assert runs.find(sent.job_id, org_id=org).status == "QUEUED"
+
+    procs.worker(threads=2, name="second")
+    run = wait_run(sent.job_id, "COMPLETED", org_id=org, timeout=40)
+    executions = _executions(db, sent.job_id)
+    # The killed execution is on the record, under its worker, and was an attempt.
+    assert [(e, a) for e, a, _, _ in executions] == [(1, 1), (2, 2)]
+    assert executions[0][2] == dead_owner and executions[1][2] != dead_owner
+    assert (run.attempt, run.executions) == (2, 2)
+    assert [line.split()[0:3] for line in procs.mark_lines() if sent.job_id in line].count(
+        ["hold", "start", sent.job_id]
+    ) == 2
