@@ -82,14 +82,10 @@ class RunStarts:
         return prior_start(reply) or (reply.decode() if isinstance(reply, bytes) else str(reply))
 
     def written(self, client: redis.Redis, job_id: str, message_id: str, owner: str) -> None:
-        """The kept start is now in `job_runs`: the key says so ("<message id>|written"), and a
-        later delivery asks the run store, whose lease is the one renewed from now on."""
+        """This message's start is now in `job_runs` (kept, then written; or written at once):
+        the key says so ("<message id>|written"), and a later delivery asks the run store,
+        whose lease is the one renewed from now on."""
         self._call(client, job_id, "written", message_id, owner)
-
-    def unclaim(self, client: redis.Redis, job_id: str, message_id: str, owner: str) -> bool:
-        """Hand a start back (a shutdown stops the run): the key holds the message id again, so
-        its next delivery starts it afresh, no attempt counted."""
-        return bool(self._call(client, job_id, "unclaim", message_id, owner) == 1)
 
     def mark_fresh(self, client: redis.Redis, runs: list[tuple[str, str]]) -> int:
         """Mark the keys of runs (job id, message id) whose QUEUED rows were just inserted new,

@@ -793,9 +793,11 @@ class _Lane:
                     continue
                 self._failed(batch, exc)
                 return
+            self._done(batch, [done.get(id(op)) for op in batch])
+            # After: a flush waits for the rows, not for this (a worker that takes a run before
+            # its key is marked has its start written at once).
             if self.on_fresh is not None:
                 self._tell_fresh([op for op in batch if done.get(id(op)) is True])
-            self._done(batch, [done.get(id(op)) for op in batch])
             return
 
     def _tell_fresh(self, ops: Sequence[_Op]) -> None:

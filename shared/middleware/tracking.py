@@ -100,24 +100,23 @@ class Tracking(Middleware):
         their queue at once. Before, they waited for the heartbeat maintenance and were then
         taken over one at a time (the next drain took 3x as long). Returns how many."""
         self._stop.set()  # no renewal from now on
+        for job_id in [j for j, kept in list(self._kept.items()) if kept.state == "kept"]:
+            # Its start kept in Redis is written first: then it is handed back like any run,
+            # its execution on the record (if Postgres does not answer, its lease runs out and
+            # it is taken over as after a crash, as any run whose hand-back fails).
+            self._write_start(job_id)
         running = {
             job_id: self._messages[job_id]
             for job_id in list(self._running)
             if job_id not in self._settling and job_id in self._messages
         }
-        kept = self._unclaim_kept(broker)
-        if not running and not kept:
+        if not running:
             return 0
-        released = set()
-        if running:
-            try:
-                released = self.writer.release(list(running))
-            except Exception as exc:  # their leases run out; taken over as after a crash
-                log.warning("worker.hand_back_failed", runs=len(running), error=str(exc)[:200])
-                if not kept:
-                    return 0
-        running.update(kept)
-        released |= set(kept)
+        try:
+            released = self.writer.release(list(running))
+        except Exception as exc:  # their leases run out; they are taken over as after a crash
+            log.warning("worker.hand_back_failed", runs=len(running), error=str(exc)[:200])
+            return 0
         by_queue: dict[str, list[str]] = {}
         for job_id in released:
             message = running[job_id]
@@ -478,25 +477,6 @@ class Tracking(Middleware):
             kept.state = "finishing"
             del self._kept[job_id]
             return kept
-
-    def _unclaim_kept(self, broker: Any) -> dict[str, Any]:
-        """At shutdown: hand back the kept starts of runs still executing (their key holds
-        their message id again: the next delivery starts afresh, no attempt counted). Returns
-        their messages by job id."""
-        with self._kept_changed:
-            kept = [k for k in self._kept.values() if k.state == "kept"]
-            for k in kept:
-                k.state = "handed back"
-        handed: dict[str, Any] = {}
-        for k in kept:
-            try:
-                if self._starts is not None and self._starts.unclaim(
-                    broker.client, k.info.job_id, k.info.message_id, self.writer.owner
-                ):
-                    handed[k.info.job_id] = k.message
-            except Exception as exc:  # its lease runs out: taken over as after a crash
-                log.warning("worker.hand_back_failed", job_id=k.info.job_id, error=str(exc)[:200])
-        return handed
 
     def forget(self, ctx: JobContext) -> None:
         """Stop renewing the lease of a run whose outcome is recorded."""
@@ -946,7 +926,7 @@ _LEVELS = {"COMPLETED": 20, "FAILED": 30, "DEAD": 40, "CANCELED": 20, "QUEUED": 
 class _KeptStart:
     """A run started here whose start is kept in Redis (`Tracking._keep_start`). Its `state`:
     kept -> writing -> written (START_MANY, then renewed like any run) or lost (taken over);
-    kept -> finishing (written with its outcome); kept -> handed back (a shutdown)."""
+    kept -> finishing (written with its outcome)."""
 
     __slots__ = ("broker", "ctx", "info", "max_attempts", "message", "started_at", "state")
 

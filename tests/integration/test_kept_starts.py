@@ -158,3 +158,36 @@ def test_a_worker_that_dies_with_a_kept_start_leaves_it_on_the_record_as_an_atte
     assert [line.split()[0:3] for line in procs.mark_lines() if sent.job_id in line].count(
         ["hold", "start", sent.job_id]
     ) == 2
+
+
+@pytest.mark.slow  # spawns processes
+def test_a_shutdown_writes_the_kept_starts_it_hands_back_not_an_attempt(
+    runtime, db, procs: Procs
+) -> None:
+    org = uuid.uuid4()
+    sent = [HOLD.send(_hold(org, 4.0)) for _ in range(4)]
+    assert runtime.settle(5)
+    first = procs.worker(
+        threads=4,
+        name="first",
+        args=["--worker-shutdown-timeout", "300"],
+        env={"TRACKING_START_WRITE_AFTER_MS": "60000"},  # kept until they end
+    )
+    wait_for(
+        lambda: sum(line.startswith("hold start") for line in procs.mark_lines()) == 4,
+        timeout=15,
+        what="4 runs in flight",
+    )
+    assert {runs.find(s.job_id, org_id=org).status for s in sent} == {"QUEUED"}  # all kept
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(20) == 0
+    said = first.events("worker.handed_back")
+    assert said and said[0]["runs"] == 4, first.log()[-3000:]
+    for s in sent:  # the interrupted execution is on the record; the key asks the store
+        assert [(e, a) for e, a, _, _ in _executions(db, s.job_id)] == [(1, 1)]
+        assert _key(runtime, s.job_id) == f"{s.message_id}|written"
+
+    procs.worker(threads=4, name="next")
+    for s in sent:
+        done = wait_run(s.job_id, "COMPLETED", org_id=org, timeout=30)
+        assert (done.attempt, done.executions) == (1, 2)  # handed back: not an attempt

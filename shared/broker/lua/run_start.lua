@@ -8,12 +8,10 @@
 --   <message id>|<owner>|<until>|<start>  a start kept by <owner> (lease until, start: ms)
 --   <message id>|written                  a start of this message is in job_runs
 -- KEYS[1] the job id key
--- ARGV[1] mode: "claim" | "unclaim" | "written" | "cancel"
+-- ARGV[1] mode: "claim" | "written" | "cancel"
 -- claim:   ARGV[2] message id, ARGV[3] owner, ARGV[4] now (ms), ARGV[5] lease (ms).
 --          Returns 1 when the key said fresh and now keeps this start; else the key's value,
 --          or false (no key).
--- unclaim: ARGV[2] message id, ARGV[3] owner. A kept start handed back (a shutdown): fresh
---          again, so its next delivery starts afresh. Returns 1 when it did.
 -- written: ARGV[2] message id, ARGV[3] owner. This message's start is in job_runs (kept by
 --          this owner, or written at once): a later delivery asks the run store. Returns 1
 --          when the key changed.
@@ -35,12 +33,6 @@ if mode == "claim" then
     local record = ARGV[2] .. "|" .. ARGV[3] .. "|" .. (now + tonumber(ARGV[5])) .. "|" .. now
     redis.call("set", KEYS[1], record, "KEEPTTL")
     return 1
-elseif mode == "unclaim" then
-    if kept_by(ARGV[3]) then
-        redis.call("set", KEYS[1], ARGV[2] .. "|fresh", "KEEPTTL")
-        return 1
-    end
-    return 0
 elseif mode == "written" then
     if value == ARGV[2] or value == ARGV[2] .. "|fresh" or kept_by(ARGV[3]) then
         redis.call("set", KEYS[1], ARGV[2] .. "|written", "KEEPTTL")
