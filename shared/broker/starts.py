@@ -11,11 +11,19 @@ moment after it began (`middleware/tracking.py`). A later delivery of the same m
 worker died, an acknowledgement was lost) finds the start on the key: live, it waits like any
 delivery of a run in flight; its lease over, the start is put on the record as an interrupted
 execution, and the run store decides from there (takeover, WORKER_CRASHED), as for any start.
-docs/kernel.md, "One durable write per short job", says what holds and why.
+docs/executions.md, "One durable write per short job", says what holds and why.
+
+A worker process's threads hand their claims to one thread (`StartClaims`), which makes each
+batch of them one script call (`lua/run_claim.lua`): one Redis round trip, and the client's
+per-call work once, for all the claims that arrived meanwhile.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -25,6 +33,7 @@ import redis
 from .gate import dedup_key
 
 SCRIPT = resources.files(__package__).joinpath("lua/run_start.lua").read_text()
+CLAIM = resources.files(__package__).joinpath("lua/run_claim.lua").read_text()
 FRESH = resources.files(__package__).joinpath("lua/run_fresh.lua").read_text()
 
 
@@ -40,8 +49,23 @@ class PriorStart:
     started_at: float
 
 
+#: What a claim gives: True when the start is kept; a `PriorStart` when a delivery of this
+#: message (or of the one holding the job id) kept one; else the key's value (the run store
+#: decides), or None (no key).
+Claimed = bool | PriorStart | str | None
+
+
+def claimed(reply: Any) -> Claimed:
+    """A claim's reply read (`lua/run_claim.lua`)."""
+    if reply == 1:
+        return True
+    if not reply:
+        return None
+    return prior_start(reply) or (reply.decode() if isinstance(reply, bytes) else str(reply))
+
+
 class RunStarts:
-    """The script's three uses, on the Redis client of the queue's server."""
+    """The scripts on a job id's key, on the Redis client of the queue's server."""
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
@@ -60,26 +84,22 @@ class RunStarts:
             self._shas[script] = client.script_load(script)
             return client.evalsha(self._shas[script], keys, *args)
 
-    def claim(
+    def claim_many(
         self,
         client: redis.Redis,
-        job_id: str,
-        message_id: str,
+        runs: Sequence[tuple[str, str]],
         owner: str,
         *,
         now_ms: int,
         lease_ms: int,
-    ) -> bool | PriorStart | str | None:
-        """True: this start is recorded on the key (the run goes on without a write). A
-        `PriorStart`: a delivery of this message, or of the message holding the job id, started
-        the run and kept its start. Else the run store decides, as before: the key's value (not
-        marked fresh, or written already, or another message's), or None (no key)."""
-        reply = self._call(client, job_id, "claim", message_id, owner, now_ms, lease_ms)
-        if reply == 1:
-            return True
-        if not reply:
-            return None
-        return prior_start(reply) or (reply.decode() if isinstance(reply, bytes) else str(reply))
+    ) -> list[Claimed]:
+        """Keep the starts of `runs` (job id, message id) whose keys say fresh; per run, as
+        `claimed` reads the script's reply."""
+        keys = [dedup_key(self.namespace, job_id) for job_id, _ in runs]
+        replies = self._eval(
+            client, CLAIM, len(keys), *keys, owner, now_ms, lease_ms, *(m for _, m in runs)
+        )
+        return [claimed(reply) for reply in replies]
 
     def written(self, client: redis.Redis, job_id: str, message_id: str, owner: str) -> None:
         """This message's start is now in `job_runs` (kept, then written; or written at once):
@@ -115,3 +135,77 @@ def prior_start(value: bytes | str) -> PriorStart | None:
         return PriorStart(parts[0], parts[1], float(parts[2]) / 1000, float(parts[3]) / 1000)
     except ValueError:
         return None
+
+
+class _Claim:
+    __slots__ = ("job_id", "lock", "message_id", "result")
+
+    def __init__(self, job_id: str, message_id: str) -> None:
+        self.job_id = job_id
+        self.message_id = message_id
+        self.result: Claimed | BaseException = None
+        self.lock = threading.Lock()
+        self.lock.acquire()
+
+
+class StartClaims:
+    """The claims of one worker process's threads, gathered by one thread into one script call
+    per batch (as the run writer gathers their writes). `claim` waits for its own."""
+
+    def __init__(
+        self,
+        starts: RunStarts,
+        client: redis.Redis,
+        owner: Callable[[], str],
+        lease_ms: int,
+        *,
+        max_batch: int = 64,
+    ) -> None:
+        self._starts = starts
+        self._client = client
+        self._owner = owner
+        self._lease_ms = lease_ms
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[_Claim] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def claim(self, job_id: str, message_id: str, timeout: float = 10.0) -> Claimed:
+        """Keep this run's start if its key says fresh; raises what Redis raised."""
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._run, name="jobfleet-start-claims", daemon=True
+                    )
+                    self._thread.start()
+        item = _Claim(job_id, message_id)
+        self._queue.put(item)
+        if not item.lock.acquire(timeout=timeout):
+            raise TimeoutError(f"start claim of {job_id} not answered after {timeout}s")
+        if isinstance(item.result, BaseException):
+            raise item.result
+        return item.result
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < self._max_batch:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            results: Sequence[Claimed | BaseException]
+            try:
+                results = self._starts.claim_many(
+                    self._client,
+                    [(item.job_id, item.message_id) for item in batch],
+                    self._owner(),
+                    now_ms=int(time.time() * 1000),
+                    lease_ms=self._lease_ms,
+                )
+            except Exception as exc:  # each caller then has its start written at once
+                results = [exc] * len(batch)
+            for item, result in zip(batch, results, strict=True):
+                item.result = result
+                item.lock.release()

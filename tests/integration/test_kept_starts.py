@@ -96,11 +96,12 @@ def test_a_job_that_outlives_the_threshold_is_seen_running_while_it_runs(
 ) -> None:
     after_s = runtime.settings.tracking_start_write_after_ms / 1000
     org = uuid.uuid4()
-    sent = HOLD.send(_hold(org, after_s + 2.0))
+    sent = HOLD.send(_hold(org, after_s + 4.0))
     assert runtime.settle(5)
     request.getfixturevalue("fleet")
 
-    running = wait_run(sent.job_id, "RUNNING", org_id=org, timeout=after_s + 1.5)
+    # Written at most half a threshold after it (plus the write): seen well before it ends.
+    running = wait_run(sent.job_id, "RUNNING", org_id=org, timeout=after_s + 3.0)
     assert running.started_at is not None and running.executions == 1
     assert _key(runtime, sent.job_id) == f"{sent.message_id}|written"
     run = wait_run(sent.job_id, "COMPLETED", org_id=org, timeout=15)

@@ -8,10 +8,7 @@
 --   <message id>|<owner>|<until>|<start>  a start kept by <owner> (lease until, start: ms)
 --   <message id>|written                  a start of this message is in job_runs
 -- KEYS[1] the job id key
--- ARGV[1] mode: "claim" | "written" | "cancel"
--- claim:   ARGV[2] message id, ARGV[3] owner, ARGV[4] now (ms), ARGV[5] lease (ms).
---          Returns 1 when the key said fresh and now keeps this start; else the key's value,
---          or false (no key).
+-- ARGV[1] mode: "written" | "cancel" (a start is kept by lua/run_claim.lua)
 -- written: ARGV[2] message id, ARGV[3] owner. This message's start is in job_runs (kept by
 --          this owner, or written at once): a later delivery asks the run store. Returns 1
 --          when the key changed.
@@ -22,18 +19,7 @@ local value = redis.call("get", KEYS[1])
 local function kept_by(owner)
     return value and string.find(value, ARGV[2] .. "|" .. owner .. "|", 1, true) == 1
 end
-if mode == "claim" then
-    if not value then
-        return false
-    end
-    if value ~= ARGV[2] .. "|fresh" then
-        return value
-    end
-    local now = tonumber(ARGV[4])
-    local record = ARGV[2] .. "|" .. ARGV[3] .. "|" .. (now + tonumber(ARGV[5])) .. "|" .. now
-    redis.call("set", KEYS[1], record, "KEEPTTL")
-    return 1
-elseif mode == "written" then
+if mode == "written" then
     if value == ARGV[2] or value == ARGV[2] .. "|fresh" or kept_by(ARGV[3]) then
         redis.call("set", KEYS[1], ARGV[2] .. "|written", "KEEPTTL")
         return 1
