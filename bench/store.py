@@ -36,6 +36,17 @@ from shared.jobs import run_writer
 from shared.runtime import Runtime
 
 
+def _summary(times_ms: list[float]) -> dict[str, float]:
+    """p50, p95 and max of the samples (in ms), to 0.01 ms."""
+    times = sorted(times_ms)
+    p95 = times[min(len(times) - 1, round(0.95 * len(times)) - 1)]
+    return {
+        "p50_ms": round(statistics.median(times), 2),
+        "p95_ms": round(p95, 2),
+        "max_ms": round(times[-1], 2),
+    }
+
+
 def _timed(fn: Callable[[], object], samples: int) -> dict[str, float]:
     for _ in range(5):
         fn()
@@ -44,13 +55,7 @@ def _timed(fn: Callable[[], object], samples: int) -> dict[str, float]:
         t = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t) * 1000)
-    times.sort()
-    p95 = times[min(len(times) - 1, round(0.95 * len(times)) - 1)]
-    return {
-        "p50_ms": round(statistics.median(times), 2),
-        "p95_ms": round(p95, 2),
-        "max_ms": round(times[-1], 2),
-    }
+    return _summary(times)
 
 
 def _reads(rt: Runtime, dsn: str) -> dict[str, Callable[[], object]]:
@@ -136,14 +141,8 @@ def _time_writes(dsn: str, batch: int, samples: int) -> dict[str, dict[str, floa
                     times[step].append((time.perf_counter() - t) * 1000)
     out = {}
     for step, values in times.items():
-        values.sort()
-        p95 = values[min(len(values) - 1, round(0.95 * len(values)) - 1)]
         runs = "1 run" if step == "progress" else f"{batch} runs"
-        out[f"run writer: {step.upper()} ({runs})"] = {
-            "p50_ms": round(statistics.median(values), 2),
-            "p95_ms": round(p95, 2),
-            "max_ms": round(values[-1], 2),
-        }
+        out[f"run writer: {step.upper()} ({runs})"] = _summary(values)
     return out
 
 

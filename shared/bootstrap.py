@@ -103,7 +103,7 @@ def _stop(broker: FleetRedisBroker, writer: RunWriter, tracking: Tracking) -> No
 
 def domain_queues(domain: str) -> list[str]:
     """The queues of the jobs `domain` registers (none for a domain that is not registered);
-    `chain-actions` and `chain_actions` name the same domain."""
+    a dash and an underscore are the same (`my-domain` is `my_domain`)."""
     from .domains import load_target, registered
 
     return list(

@@ -315,11 +315,11 @@ class Settings(BaseSettings):
 class DomainSettings(BaseSettings):
     """Base of a domain's settings class: give it its own `env_prefix`, e.g.
 
-        class EmailSettings(DomainSettings):
-            model_config = SettingsConfigDict(env_prefix="EMAIL_")
+        class BillingSettings(DomainSettings):
+            model_config = SettingsConfigDict(env_prefix="BILLING_")
 
     (the rest of the configuration, `.env` and a field settable by its name as well as by its
-    `validation_alias`, is inherited) and read it with `settings_for(EmailSettings)` (once per
+    `validation_alias`, is inherited) and read it with `settings_for(BillingSettings)` (once per
     process, cleared with the kernel's).
     """
 

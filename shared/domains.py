@@ -19,7 +19,8 @@ What a domain contributes:
 - `processes`: its processes in the fleet (`make run`, `fleet run`, `python -m shared.launcher
   exec NAME`): workers (`dramatiq <module>`), Python modules (`python -m <module>`), and extras
   with their own port that `make run` skips when the port is busy.
-- `services`: what `make run` starts for it on embedded defaults (e.g. an SMTP sink, an EVM node).
+- `services`: what `make run` starts for it on embedded defaults (local stand-ins for the
+  servers its workers talk to).
 - `demo`: scenarios of `fleet demo`.
 - `migrations`: the package holding its alembic revisions.
 - `retries`: the default retry policy of its queues.
@@ -79,7 +80,7 @@ class Process:
     extra_ports: tuple[tuple[str, int], ...] = ()  # (env var, default) of further listen ports
     summary: str | None = None  # one line `make run` prints once it is ready ({url} replaced)
     threads: int = 8  # a worker's `--threads` (one process each; scale out with replicas)
-    #: Other domains whose services (`Domain.services`: e.g. an SMTP sink, an EVM node) it uses; its
+    #: Other domains whose services (`Domain.services`: local stand-ins for servers) it uses; its
     #: own domain's are implied. `fleet run --only` starts only the services its processes use.
     uses: tuple[str, ...] = ()
 

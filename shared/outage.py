@@ -1,14 +1,14 @@
 """The outage window (DESIGN §3): a dependency that does not answer is not the job's fault.
 
-A job that meets an outage of what it depends on (for example the EVM node, the SMTP server) comes back later
+A job that meets an outage of what it depends on (a node, a server, a provider) comes back later
 without spending an attempt: after `min_s`, then twice as long each time up to `max_s`, with up
 to 25 % jitter so that the jobs held back by one outage do not all come back at once, until
 `window_s` after the first failure; then it is dead with the reason. Each domain keeps where its
-outage began (for example the chain in Redis, email on its row) and sets its own figures.
+outage began (in Redis, or on the job's own row) and sets its own figures.
 
 `OutageLog` is what the log says of one: a line when it begins, one every 30 s while it lasts,
 one when it ends (the workers' paused fetching while Postgres is down, the scheduler's jobs
-while their node is).
+while their dependency is).
 """
 
 from __future__ import annotations

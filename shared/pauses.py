@@ -1,6 +1,6 @@
 """Pausing a queue fleet-wide: its consumers stop taking messages, sends keep being accepted.
 
-An operator pauses a queue during an incident (for example an SMTP provider banning us, an RPC provider down,
+An operator pauses a queue during an incident (for example a provider banning us or down,
 a bad deploy of one domain) without stopping its workers, then resumes it. The state lives in
 Redis (`<namespace>:jobfleet:paused-queues`, a hash queue -> JSON {by, reason, at}, on the Redis
 that carries the queue: REDIS_QUEUE_URLS), so it holds across worker restarts and for every

@@ -8,8 +8,8 @@ scheduler replica and by `fleet schedule`):
   Each replica polls it; the one whose HDEL removes the field runs the job (once, whatever the
   number of replicas), through the same code and locks as its periodic runs, paused or not;
 - `<ns>:jobfleet:schedule:runs`    hash job -> JSON {at, outcome, detail, duration_ms, next_at,
-  by}: the last run of each job (`detail`: what the job said of it, e.g. the lottery keeper's
-  `paused` while the contract's own on-chain pause is on) and the next one planned.
+  by}: the last run of each job (`detail`: what the job said of it, e.g. `paused`
+  while the system the job drives is paused on its own side) and the next one planned.
 Pause, resume and run-now are audited in `pause_audit` (kind `schedule`).
 """
 

@@ -1,7 +1,7 @@
 """Which Redis carries each queue: queues sharded over several Redis primaries.
 
 One Redis primary carries ~3,000 jobs/s (docs/scaling.md); past that, queues move to primaries of
-their own: `REDIS_QUEUE_URLS='{"email": "redis://redis-email:6379/0", ...}'`. A queue not listed
+their own: `REDIS_QUEUE_URLS='{"<queue>": "redis://redis-<queue>:6379/0", ...}'`. A queue not listed
 is on `REDIS_URL` (the "home" server, which also keeps what belongs to no queue: the scheduler's
 locks and records, rate limits). With `REDIS_SENTINELS`, each listed queue names the master that
 serves it (`REDIS_QUEUE_SENTINEL_MASTERS`); its URL gives the connection options, as REDIS_URL

@@ -4,7 +4,7 @@
 fetch with Redis ids, wake-up, back-pressure), `acker.py` (acknowledgements once an outcome is
 durable), `gate.py` (atomic dedup + enqueue), `lanes.py` (fair share between orgs, priorities,
 concurrency limits), `delivery.py` (the per-delivery state), the Lua
-scripts in `lua/`, and `version.py`: the Dramatiq minor they were written against, checked at
+scripts in `lua/` (loaded by `scripts.py`, which puts their shared parts in place), and `version.py`: the Dramatiq minor they were written against, checked at
 import.
 """
 

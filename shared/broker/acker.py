@@ -22,7 +22,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
 import redis
@@ -30,6 +29,7 @@ import structlog
 from dramatiq.common import current_millis
 
 from .delivery import Durable, delivery_of
+from .scripts import source
 
 log = structlog.get_logger("jobfleet.consumer")
 
@@ -47,7 +47,7 @@ ACK_BATCH_MAX = 256
 #: 4-6 MB step at the first slow commit; bench/README.md, memory.py).
 ACK_BACKLOG_MAX = 256
 #: Dramatiq's "ack" command for many messages of one queue (`_ack_many`).
-ACK_MANY = resources.files(__package__).joinpath("lua/ack_many.lua").read_text()
+ACK_MANY = source("ack_many.lua")
 #: Least time between two "fetching paused" log lines of one process.
 BACKLOG_LOG_EVERY_S = 30.0
 

@@ -23,7 +23,6 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
 import redis
@@ -36,6 +35,7 @@ from dramatiq.message import Message
 
 from . import codec
 from .delivery import delivery_of
+from .scripts import source
 
 log = structlog.get_logger("jobfleet.consumer")
 
@@ -55,7 +55,7 @@ def wake_key(namespace: str, queue_name: str) -> str:
 
 #: Dramatiq's "fetch" command, returning each message's Redis id with its data (Dramatiq's own
 #: returns the data only, so a message that cannot be decoded could not even be acknowledged).
-FETCH = resources.files(__package__).joinpath("lua/fetch.lua").read_text()
+FETCH = source("fetch.lua")
 #: Pause after an undecodable message could not be recorded (the run store is down).
 UNDECODABLE_RETRY_S = 1.0
 #: Fields of a Dramatiq message and the types a worker can process.

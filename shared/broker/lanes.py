@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from typing import Any
 
 import orjson
@@ -24,10 +23,11 @@ import redis
 from dramatiq.common import current_millis
 
 from ..jobs.priorities import PRIORITIES
+from .scripts import source
 
-RELEASE = resources.files(__package__).joinpath("lua/release.lua").read_text()
+RELEASE = source("release.lua")
 #: The send script (`gate.py`), also Dramatiq's own enqueues' (`enqueue`).
-ENQUEUE = resources.files(__package__).joinpath("lua/enqueue_once.lua").read_text()
+ENQUEUE = source("enqueue_once.lua")
 
 
 def limits_key(namespace: str, queue: str) -> str:

@@ -63,7 +63,7 @@ def export(
         ),
     ] = False,
 ) -> None:
-    """Write one JSON Schema per job and version (e.g. email.send.v1.schema.json) and index.json."""
+    """Write one JSON Schema per job and version (`<queue>.<job>.v<N>.schema.json`) and index.json."""
     from shared.jobs import catalog
 
     from .schemas import write

@@ -1,13 +1,10 @@
 """`fleet demo`: a realistic workload through every worker of a running fleet (`make run`).
 
 It runs, as a demo tenant (a new org id each run), the scenario each domain registers
-(`Domain.demo`): e.g. a welcome sequence and a sign-in code (email), embeddings and a summary
-(ai), an accounting export of 50,000 rows (export), a born-digital and a scanned invoice (doc), a
-lottery round with three players through draw, badges and prize claim (chain actions and the
-scheduler), and, like a frontend, an export and an email over HTTP through the example product
-API when it runs. Then it shows a live
-table of the runs by queue and status until every run settles and every scenario reached its
-result, and says where to look at each result. Exit code 0 when every run completed, 1 otherwise.
+(`Domain.demo`): a few jobs of each kind a domain's worker runs, some through its periodic
+jobs too, and, like a frontend, jobs sent over HTTP through the example product API when it
+runs. Then it shows a live table of the runs by queue and status until every run settles and
+every scenario reached its result, and says where to look at each result. Exit code 0 when every run completed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -118,7 +115,10 @@ def run_demo(
 def demo(
     small: Annotated[
         bool,
-        typer.Option("--small", help="A lighter run (2,000-row export): every worker still works."),
+        typer.Option(
+            "--small",
+            help="A lighter run (each scenario's small inputs): every worker still works.",
+        ),
     ] = False,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for everything to settle.")

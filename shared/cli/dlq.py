@@ -15,13 +15,15 @@ from .params import default_operator, org_scope, parse_duration
 
 app = typer.Typer(help="Dead jobs: list, show, replay (audited), purge.", no_args_is_help=True)
 
-QueueOption = Annotated[str | None, typer.Option("--queue", help="Queue name, e.g. email.")]
+QueueOption = Annotated[
+    str | None, typer.Option("--queue", help="Queue name (`fleet queues status`).")
+]
 
 
 @app.command("list")
 def list_dead(
     queue: QueueOption = None,
-    job: Annotated[str | None, typer.Option("--job", help="Job name, e.g. email:send.")] = None,
+    job: Annotated[str | None, typer.Option("--job", help="Job name, `<queue>:<job>`.")] = None,
     org: OrgOption = None,
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=10_000, help="Most runs shown.")

@@ -34,8 +34,10 @@ def list_runs(
     status: Annotated[
         str | None, typer.Option("--status", help=f"One of {', '.join(RUN_STATUSES)}.")
     ] = None,
-    job: Annotated[str | None, typer.Option("--job", help="Job name, e.g. email:send.")] = None,
-    queue: Annotated[str | None, typer.Option("--queue", help="Queue name, e.g. email.")] = None,
+    job: Annotated[str | None, typer.Option("--job", help="Job name, `<queue>:<job>`.")] = None,
+    queue: Annotated[
+        str | None, typer.Option("--queue", help="Queue name (`fleet queues status`).")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, help="Most runs shown.")] = 50,
     as_json: JsonOption = False,
 ) -> None:
@@ -156,7 +158,7 @@ def cancel(
 @app.command("send")
 def send(
     job_name: Annotated[
-        str, typer.Argument(help="Job name, e.g. email:send (see `fleet contracts list`).")
+        str, typer.Argument(help="Job name, `<queue>:<job>` (see `fleet contracts list`).")
     ],
     payload: Annotated[
         str, typer.Option("--payload", "-p", help="The payload as JSON, or @file (@- for stdin).")

@@ -17,7 +17,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-QueueArg = Annotated[str, typer.Argument(help="The queue (e.g. email, doc, chain-actions).")]
+QueueArg = Annotated[str, typer.Argument(help="The queue (`fleet queues status`).")]
 ByOption = Annotated[
     str | None, typer.Option("--by", help="Operator recorded in the audit (default: $USER@host).")
 ]

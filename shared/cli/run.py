@@ -20,7 +20,7 @@ def run(
         list[str] | None,
         typer.Option(
             "--only",
-            help=f"Run only these processes (repeatable): {', '.join(KNOWN)}. Starts only the embedded services those use (e.g. an SMTP sink, an EVM node).",
+            help=f"Run only these processes (repeatable): {', '.join(KNOWN)}. Starts only the embedded services those use (local stand-ins for their servers).",
         ),
     ] = None,
     var_dir: Annotated[

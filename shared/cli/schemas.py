@@ -1,6 +1,6 @@
 """JSON Schema documents of every job's payload versions, as `fleet contracts export` writes them.
 
-One file per job and version (e.g. `email:send` v1 → `email.send.v1.schema.json`, draft 2020-12),
+One file per job and version (`<queue>:<job>` v1 → `<queue>.<job>.v1.schema.json`, draft 2020-12),
 plus `index.json`: job name → queue, versions, latest version and file names. A producer in any
 language validates against these before sending; `tests/contracts/schemas/` pins them.
 """

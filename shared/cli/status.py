@@ -10,8 +10,9 @@ What it shows and where each figure comes from:
   `/health/ready` answer;
 - outbox backlog: PENDING events and the age of the oldest;
 - postgres connections: in use (all databases, this one, active) against `max_connections`;
-- the domains' sections (`Domain.status` in their registrations, e.g. the scheduler's runs and
-  the indexer's lag), each read from the fleet's `/metrics` and Postgres by the domain itself.
+- the domains' sections (`Domain.status` in their registrations, e.g. the periodic jobs' last
+  runs and how far a domain lags behind its source), each read from the fleet's `/metrics` and
+  Postgres by the domain itself.
 
 Every section degrades on its own: an unreachable source is reported and the others are still
 shown; the command then exits 1 (naming what it could not read), so that scripts can alert.

@@ -1,13 +1,13 @@
 """The Runs search syntax: one line of terms over a run's fields, its payload and its error.
 
-    status:DEAD job:email:send payload.to:"a@example.com" timeout
-    org:1f0c...  -status:COMPLETED  args.round_id:7  code:SMTP_OUTAGE  "connection refused"
+    status:DEAD job:billing:send_invoice payload.to:"a@example.com" timeout
+    org:1f0c...  -status:COMPLETED  args.order_id:7  code:PROVIDER_OUTAGE  "connection refused"
 
 - `field:value` for the fixed fields (`FIELDS`): exact match (`status` in any case).
 - `payload.<path>:value` (or Oban's `args.<path>:value`): the JSON value at that path of the
   payload, by containment (`payload @> '{"to": "a@example.com"}'`), answered by the GIN index
   `ix_job_runs_console_payload` (jsonb_path_ops). An unquoted number or `true`/`false` also
-  matches the same text as a string (`payload.round_id:7` finds 7 and "7"); a quoted value is a
+  matches the same text as a string (`payload.order_id:7` finds 7 and "7"); a quoted value is a
   string only; a value also matches as an element of an array at that path.
 - a bare word or a quoted phrase (or `error:value`): the error text contains it, any case
   (`ILIKE`, answered by the trigram index `ix_job_runs_console_error`); at least 3 characters.

@@ -42,7 +42,7 @@ def unstorable(value: Any) -> list[tuple[Any, ...]]:
 
 def _may_hold_unstorable(value: Any) -> bool:
     """False when no string in `value` can hold what Postgres cannot store: one orjson pass
-    (~1 µs for a small payload, e.g. 2 µs for an email's) instead of a walk in Python of every
+    (~1 µs for a small payload, e.g. 2 µs for a few fields of text) instead of a walk in Python of every
     value (8 and 48 µs), on every send and every delivery. orjson writes a NUL as `\\u0000`
     and refuses a lone surrogate (and whatever is not JSON); a text that merely holds the six
     characters `\\u0000` is looked at closely too."""

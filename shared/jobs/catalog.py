@@ -5,7 +5,7 @@ Each domain declares its jobs in its own slice and names them in its registratio
 (`Domain.jobs = "<package>.jobs:JOBS"`, shared/domains.py); they make up `ALL`, `BY_NAME` and
 `QUEUES` when this module is first imported. A job is reached by its name
 (`catalog.get("<queue>:<job>")`) or, as an attribute, by the name its domain's module gives it:
-for example `catalog.EMAIL_SEND` is the `EMAIL_SEND` that the email domain's jobs module declares.
+`catalog.<NAME>` is the `<NAME>` that its domain's jobs module declares.
 """
 
 from __future__ import annotations

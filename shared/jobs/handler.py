@@ -1,9 +1,9 @@
 """Binding a worker's handler to a job its domain declares. For example:
 
-    @handler(catalog.EMAIL_SEND)
-    def send_email(payload: EmailSendV1, job: JobContext) -> dict | None: ...
+    @handler(catalog.INVOICE_SEND)  # a product's own `billing` domain, say
+    def send_invoice(payload: InvoiceSendV1, job: JobContext) -> dict | None: ...
 
-The decorated object is a `BoundJob`: `send_email.send(payload)` is the producer path of the
+The decorated object is a `BoundJob`: `send_invoice.send(payload)` is the producer path of the
 declaration, and the Dramatiq actor (name = job name, queue = job queue) parses and upgrades
 the payload before the handler sees it. An invalid payload is a permanent `InvalidPayload`.
 """

@@ -95,7 +95,7 @@ def decide(
 
 
 def _code(exception: BaseException) -> str:
-    """A fleet error's own code (e.g. SMTP_451), TIMEOUT, else the exception's class name."""
+    """A fleet error's own code (a domain's `code`), TIMEOUT, else the exception's class name."""
     if isinstance(exception, TimeLimitExceeded):
         return "TIMEOUT"
     if isinstance(exception, FleetError):
@@ -107,7 +107,7 @@ def describe(exception: BaseException) -> str:
     """`Type: message` and the last frames: enough to explain a failure, bounded in size.
 
     A permanent failure (a payload refused by its contract, a job's own verdict such as a
-    domain's "not a player") gets no frames: its message says what is wrong, where the check
+    domain's "no such entity") gets no frames: its message says what is wrong, where the check
     ran explains nothing, and the run's error column is read by operators. Frames name files relative to the project or
     to site-packages: a run's error is shown to operators and never carries install paths,
     nor the tokens of the URLs its message quotes (`redact_text`).

@@ -1,8 +1,8 @@
 """`Requires`: a row a job's worker needs and cannot create from the payload, checked at send.
 
 Most jobs can be sent by their catalog name from any language: their worker creates its domain
-row from the payload (for example `email:send`, `ai:run`, `export:build`). A few cannot: a document's jobs
-need the stored bytes that only the doc client's upload (`ingest_document`) puts there.
+row from the payload. A few cannot: say, a job on an uploaded file needs the stored bytes that
+only its domain client's upload puts there.
 Such a job declares what it needs, and a Python send (direct or staged) without that row fails
 at once with a `PayloadError` naming the field, rather than dead-lettering `NOT_FOUND` later.
 A foreign producer's send is not checked here: its worker answers `NOT_FOUND` with the reason.

@@ -108,7 +108,7 @@ def launch(
             "VAR_DIR": str(var),
             "PYTHONUNBUFFERED": "1",
         }
-        # What the domains need on embedded defaults (e.g. an SMTP sink, an EVM node): each hook
+        # What the domains need on embedded defaults (local stand-ins for their servers): each hook
         # resolves the configured service or starts one, and adds to `child_env` what the
         # processes need to reach it. With `--only`, those its processes use (`Process.uses`).
         for start in service_hooks([spec.name for spec in plan] if only else None):

@@ -3,12 +3,12 @@
 The rows come from the domains' registrations (shared/domains.py), in fleet order: each
 domain's workers (`dramatiq workers.<domain>.app`) and Python processes (the scheduler), each
 with its own health port counted from HEALTH_BASE_PORT. `make run-<row>` (for example
-`make run-worker-email`) runs `python -m shared.launcher exec <row>`, which executes its row; the supervisor of
+`make run-worker-<domain>`) runs `python -m shared.launcher exec <row>`, which executes its row; the supervisor of
 `make run` starts every row. So the two cannot drift.
 
 Extras are not fleet rows (compose, Kubernetes and `fleet status` know only the rows): the
 kernel's operator console and the extras domains register (for example the example product
-API, the email domain's inbound listener), started by `make run` after the fleet on their own ports.
+API, a domain's inbound listener), started by `make run` after the fleet on their own ports.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def extra_spec(process: Process, env: Mapping[str, str]) -> ProcessSpec | None:
 
 
 def extra_ports(process: Process, env: Mapping[str, str]) -> list[int]:
-    """The further ports an extra listens on (e.g. the inbound SMTP port)."""
+    """The further ports an extra listens on (e.g. a second protocol's port)."""
     return [int(env.get(name) or default) for name, default in process.extra_ports]
 
 

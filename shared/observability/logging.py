@@ -19,7 +19,7 @@ import structlog
 SECRET_KEYS = frozenset(
     {"password", "secret", "token", "private_key", "api_key", "authorization", "otp", "code"}
 )
-#: ... and keys ending so (e.g. `smtp_password`, `access_token`, `client_secret`).
+#: ... and keys ending so (e.g. `db_password`, `access_token`, `client_secret`).
 SECRET_SUFFIXES = ("_password", "_secret", "_token", "_api_key", "_private_key")
 MASK = "***"
 
@@ -81,8 +81,8 @@ MESSAGE_LOGGERS = ("dramatiq.worker.WorkerThread", "dramatiq.worker.ConsumerThre
 
 
 class RedactMessages(logging.Filter):
-    """Dramatiq logs a failed message with its full repr (e.g. `email:send({... 'recipient_email':
-    ...})`): payloads (addresses, prompts, documents) must not reach the logs, so its records
+    """Dramatiq logs a failed message with its full repr (e.g. `queue:job({... 'recipient':
+    ...})`): payloads (addresses, free text, file contents) must not reach the logs, so its records
     show the actor and message id instead. The job fields are on every line anyway (contextvars).
     It sits on Dramatiq's loggers, not on a handler, so it survives handler changes."""
 

@@ -1,11 +1,11 @@
 """Staging a job in the caller's transaction: its outbox event and its STAGED run, one commit.
-For example (two of the fleet's jobs):
+For example (two jobs of a product's own `billing` domain, say):
 
     with sessions() as session, session.begin():
         session.add(order)
-        outbox.enqueue(session, catalog.EMAIL_SEND, payload)          # the relay publishes it
-        outbox.enqueue(session, catalog.AI_RUN, other, at_commit=True)  # and so does this process,
-                                                                        # right after the commit
+        outbox.enqueue(session, catalog.INVOICE_SEND, payload)       # the relay publishes it
+        outbox.enqueue(session, catalog.RECEIPT_PDF, other, at_commit=True)  # and so does this
+                                                                     # process, after the commit
 
 Both rows are written by the caller's own connection, so they commit or roll back with its
 work: a rollback leaves no event, no run and no trace anywhere; from the commit on, the run

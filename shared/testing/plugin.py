@@ -2,10 +2,10 @@
 
     pytest_plugins = ["shared.testing.plugin"]
 
-    def test_signup_sends_the_welcome_email(client, jobfleet):
-        client.post("/signup", json={...})
-        job = jobfleet.assert_sent(catalog.EMAIL_SEND, template_key="welcome")
-        jobfleet.drain({catalog.EMAIL_SEND: fake_send})
+    def test_checkout_sends_the_invoice(client, jobfleet):
+        client.post("/checkout", json={...})
+        job = jobfleet.assert_sent(catalog.INVOICE_SEND, template_key="receipt")
+        jobfleet.drain({catalog.INVOICE_SEND: fake_send})
 
 The `jobfleet` fixture captures every send of the test (see `shared.testing.capture`); nothing
 reaches Redis or Postgres.

@@ -93,8 +93,9 @@ def test_kernel_names_no_domain() -> None:
 #
 # Module paths are not the only way to name a domain: a job name (`"email:send"`), a queue
 # (`"chain-actions"`), a setting (`SMTP_HOST`) or an identifier (`lottery_round`) in the kernel's
-# code ties it to one domain as surely as an import. Docstrings and comments may name domains as
-# examples; so may a string that says so ("e.g. email:send", "for example").
+# code ties it to one domain as surely as an import. In code, a string that says it is an example
+# ("e.g. email:send", "for example") is allowed; the kernel's prose (docstrings, comments, help
+# text) names no domain either, not even as an example (`test_the_kernels_prose_...` below).
 
 #: Words that belong to one domain (identifiers are split on `_`; strings matched as words).
 #: "chain" alone is an English word (a `$ref` chain, boto3's credential chain): its compounds are not.
@@ -193,5 +194,20 @@ def test_the_kernels_code_names_no_domain_word() -> None:
         for hit in code_offenders(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
     ]
     assert not found, f"{len(found)} place(s) of the kernel's code name a domain:\n" + "\n".join(
+        found
+    )
+
+
+def test_the_kernels_prose_names_no_domain_word() -> None:
+    """Docstrings, comments and help text too: an example there reads "a dependency", "a
+    periodic job", "a domain's worker", or names a product's own hypothetical domain."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}"
+        for path in kernel_files()
+        if path.suffix == ".py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if any(p.search(line) for p in (_WORD, _COMPOUND, _JOB_NAME))
+    ]
+    assert not found, f"{len(found)} line(s) of the kernel's prose name a domain:\n" + "\n".join(
         found
     )
