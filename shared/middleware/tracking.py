@@ -395,7 +395,7 @@ class Tracking(Middleware):
     ) -> bool | None:
         """A kept run reports progress: its start is written first (a checkpoint must belong
         to a run the store sees RUNNING); None when it was taken over meanwhile."""
-        if not self._write_start(job_id):
+        if not self._write_start(job_id, raise_errors=True):
             return None
         return self.writer.progress(job_id, done, total, checkpoint, timeout)
 
@@ -414,11 +414,12 @@ class Tracking(Middleware):
         for job_id in due:
             self._write_start(job_id)
 
-    def _write_start(self, job_id: str) -> bool:
+    def _write_start(self, job_id: str, *, raise_errors: bool = False) -> bool:
         """Write a kept run's start (`START_MANY` with the time it began); afterwards its
         lease is renewed like any run's. False when the run was taken over or finished
         meanwhile (the run is marked `lease_lost`) or the store did not answer (tried again
-        at the next tick)."""
+        at the next tick; with `raise_errors`, what it raised is raised, as a progress report
+        raises it)."""
         with self._kept_changed:
             kept = self._kept.get(job_id)
             if kept is None:
@@ -437,6 +438,8 @@ class Tracking(Middleware):
             with self._kept_changed:
                 kept.state = "kept"
                 self._kept_changed.notify_all()
+            if raise_errors:
+                raise
             return False
         ctx = kept.ctx
         if isinstance(started, Started) and self._starts is not None:
