@@ -357,10 +357,10 @@ class Tracking(Middleware):
         return claimed if isinstance(claimed, PriorStart) else None
 
     def _seal(self, broker: Any, info: MessageInfo) -> None:
-        """This message's start was written at once, its job id's key still holding the bare
-        message id (kept starts off, or Redis did not answer the claim): the key says it is
-        written, so a later delivery of this message asks the run store rather than keep a
-        start of its own beside this one."""
+        """The key says this message's start is written (`RunStarts.written`), so that a later
+        delivery of it asks the run store: its start was written at once while the key still
+        held the bare message id (kept starts off, Redis did not answer the claim), or its
+        kept start goes with an outcome after which the message comes back."""
         try:
             if self._starts is not None:
                 self._starts.written(broker.client, info.job_id, info.message_id, self.writer.owner)
@@ -627,6 +627,10 @@ class Tracking(Middleware):
         )
         state.outcome = outcome
         kept = self._take_kept(info.job_id, ctx)
+        if kept is not None and outcome.requeue_delay_ms is not None:
+            # Its message comes back (a retry, `RetryLater`): its next delivery must ask the run
+            # store, where this outcome goes, not take this start for an interrupted one.
+            self._seal(broker, info)
         # Enqueue the retry before recording FAILED: a crash in between leaves a RUNNING row
         # with a pending retry (which will update it), never a FAILED row with none.
         if outcome.requeue_delay_ms is not None and not self._requeue(

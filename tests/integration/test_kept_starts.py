@@ -91,6 +91,24 @@ def test_a_short_job_is_written_once_after_its_queued_row(
     assert _key(runtime, sent.job_id).startswith(f"{sent.message_id}|{worker}|")
 
 
+def test_a_kept_run_put_back_without_an_attempt_is_started_again_as_attempt_1(
+    runtime, db, marks, writes, request: pytest.FixtureRequest
+) -> None:
+    """`RetryLater`: QUEUED again, the same message back in 200 ms at the same attempt. Its kept
+    start must not read as an interrupted execution then (it was deferred for the rest of its
+    lease, then taken over as attempt 2, before the key said its start was written)."""
+    org = uuid.uuid4()
+    sent = ECHO.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": "later-once"})
+    assert runtime.settle(5)
+    request.getfixturevalue("fleet")
+
+    run = wait_run(sent.job_id, "COMPLETED", org_id=org, timeout=15)
+    assert marks.read_text().splitlines() == [f"echo {sent.job_id} 1"] * 2
+    assert (run.attempt, run.executions) == (1, 2)
+    assert [(e, a) for e, a, _, _ in _executions(db, sent.job_id)] == [(1, 1), (2, 1)]
+    assert writes(sent.job_id)[:2] == ["QUEUED", "QUEUED"]  # its first outcome, in one write
+
+
 def test_a_job_that_outlives_the_threshold_is_seen_running_while_it_runs(
     runtime, db, writes, request: pytest.FixtureRequest
 ) -> None:

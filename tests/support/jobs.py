@@ -12,7 +12,7 @@ from uuid import UUID
 import dramatiq
 
 from shared.contracts.base import Contract, Payload
-from shared.errors import AlreadyDone, PermanentError
+from shared.errors import AlreadyDone, PermanentError, RetryLater
 from shared.jobs.context import JobContext
 from shared.jobs.handler import BoundJob, handler
 from shared.jobs.message import MessageInfo
@@ -79,6 +79,14 @@ def mark(line: str) -> None:
             f.write(line + "\n")
 
 
+def _marked(prefix: str) -> int:
+    """How many lines of the marks file start with `prefix`."""
+    if not MARKS:
+        return 0
+    with open(MARKS) as f:
+        return sum(line.startswith(prefix) for line in f)
+
+
 def bind(broker: dramatiq.Broker) -> dict[str, BoundJob[Any]]:
     @handler(ECHO, broker=broker)
     def echo(payload: EchoV2, job: JobContext) -> dict[str, Any]:
@@ -89,6 +97,8 @@ def bind(broker: dramatiq.Broker) -> dict[str, BoundJob[Any]]:
             raise PermanentError("cannot ever work", code="TEST_PERMANENT")
         if payload.message == "done-before":
             raise AlreadyDone("it was done earlier")
+        if payload.message == "later-once" and _marked(f"echo {job.job_id} ") == 1:
+            raise RetryLater("not yet: once more in 200 ms", delay_ms=200)
         return {"echo": payload.message * payload.times, "attempt": job.attempt}
 
     @handler(SLEEP, broker=broker)
