@@ -24,6 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.proc_cpu import CpuMeter
 from bench.profile_worker import thread_cpu as threads_cpu
 from bench.sandbox import Sandbox
 from bench.systems import Bare, Fleet
@@ -41,14 +42,20 @@ def thread_cpu() -> dict[str, float]:
 
 
 def measure(system: Fleet | Bare, n: int) -> tuple[float, float, dict[str, float]]:
-    """(sends/s, process CPU µs per send, {thread: CPU µs per send})."""
+    """(sends/s, process CPU µs per send, {thread or server: CPU µs per send}): the servers'
+    too (Postgres and Redis, every process of theirs on the machine, another session's work
+    included), since they share the 2 cores with the producer."""
+    meter = CpuMeter({})
+    meter.start()
     before, started, cpu = thread_cpu(), time.perf_counter(), time.process_time()
     for _ in range(n):
         system.send("drain", n)
     system.flush()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     after = thread_cpu()
+    servers = meter.stop(n)
     threads = {k: (v - before.get(k, 0.0)) / n * 1e6 for k, v in after.items()}
+    threads.update((k, servers.get(k, 0.0) * 1000) for k in ("postgres", "redis"))
     return n / seconds, cpu / n * 1e6, {k: v for k, v in threads.items() if v >= 0.5}
 
 
@@ -67,12 +74,16 @@ def main(argv: list[str] | None = None) -> int:
             for r in range(1, args.rounds + 1):
                 sandbox.reset()
                 f_rate, f_cpu, f_threads = measure(fleet, args.jobs)
-                b_rate, b_cpu, _ = measure(bare, args.jobs)
+                b_rate, b_cpu, b_threads = measure(bare, args.jobs)
                 threads = ", ".join(f"{k} {v:.1f}" for k, v in sorted(f_threads.items()))
+                servers = ", ".join(
+                    f"{k} {b_threads.get(k, 0.0):.1f}" for k in ("postgres", "redis")
+                )
                 print(
                     f"round {r}: jobfleet {f_rate:,.0f} sends/s ({f_cpu:.1f} µs CPU each: "
-                    f"{threads}); bare Dramatiq {b_rate:,.0f} sends/s ({b_cpu:.1f} µs CPU); "
-                    f"jobfleet/bare {f_rate / b_rate:.2f}x, by CPU {b_cpu / f_cpu:.2f}x",
+                    f"{threads}); bare Dramatiq {b_rate:,.0f} sends/s ({b_cpu:.1f} µs CPU; "
+                    f"{servers}); jobfleet/bare {f_rate / b_rate:.2f}x, by CPU "
+                    f"{b_cpu / f_cpu:.2f}x; load average {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
         finally:

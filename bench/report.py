@@ -17,6 +17,7 @@ from .stats import median
 #: (key, label, path inside one system's results)
 METRICS: tuple[tuple[str, str, tuple[str, str]], ...] = (
     ("enqueue_per_s", "enqueue, jobs/s (1 producer thread)", ("enqueue", "per_s")),
+    ("enqueue_calls_per_s", "enqueue, send calls alone, jobs/s", ("enqueue", "calls_per_s")),
     ("drain_per_s", "drain, jobs/s (first -> last done)", ("drain", "per_s")),
     ("drain_steady_per_s", "drain, jobs/s (10 % -> 90 % done)", ("drain", "steady_per_s")),
     ("latency_p50_ms", "send-to-start p50, ms (paced)", ("latency", "p50_ms")),
