@@ -39,7 +39,7 @@ SELECT_EXISTING = "SELECT status FROM job_runs WHERE job_id = %s"
 PROBE_AFTER_S = 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SendResult:
     job_id: str
     message_id: str | None
