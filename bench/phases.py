@@ -15,14 +15,21 @@ import random
 import time
 from typing import Any
 
+from . import machine
 from .stats import percentile, summary_ms
 from .systems import Bare, DrainTimeout, Fleet, System, llen
 
 
-def enqueue(system: System, n: int) -> dict[str, Any]:
+def enqueue(system: System, n: int, database: str | None = None) -> dict[str, Any]:
     """jobs/s until every send returned and, for jobfleet, its QUEUED rows (written in the
     background by the producer's group-commit writer) are in Postgres: work deferred past the
-    loop still counts. `calls_per_s` is the rate of the send calls alone."""
+    loop still counts. `calls_per_s` is the rate of the send calls alone. With `database`
+    (this run's), `cpu_us` is the CPU per send of each group of processes (`machine.send_cpu`:
+    the producer, this run's Postgres backends, Postgres's background processes, Redis, the
+    rest) and `machine_busy` the fraction of all cores busy meanwhile."""
+    meter = machine.send_cpu(database) if database is not None else None
+    if meter is not None:
+        meter.start()
     started = time.perf_counter()
     for _ in range(n):
         system.send("drain", n)
@@ -35,6 +42,10 @@ def enqueue(system: System, n: int) -> dict[str, Any]:
         "per_s": n / seconds,
         "calls_per_s": n / calls,
     }
+    if meter is not None:
+        used = meter.stop(n)
+        result["machine_busy"] = used.pop("machine_busy")
+        result["cpu_us"] = {group: round(ms * 1000, 1) for group, ms in used.items()}
     if isinstance(system, Fleet) and system.duplicates:
         raise RuntimeError(f"fleet: {system.duplicates} sends were answered as duplicates")
     return result

@@ -86,13 +86,13 @@ def measure(
     system: System = make(name, sandbox)
     timeout = None if isinstance(system, Bare) else sandbox.settings.worker_idle_timeout_ms
     try:
-        out: dict[str, Any] = {"machine_before": machine.snapshot(sandbox.dsn)}
+        out: dict[str, Any] = {"machine_before": machine.snapshot(sandbox.dsn, system.redis)}
         if isinstance(system, Bare) and not isinstance(system, CelerySystem):
             out["middleware"] = system.middleware
         _say(f"{name}: enqueue {args.jobs:,}")
-        out["enqueue"] = phases.enqueue(system, args.jobs)
+        out["enqueue"] = phases.enqueue(system, args.jobs, sandbox.database_name)
         if args.only == "enqueue":
-            out["machine_after"] = machine.snapshot(sandbox.dsn)
+            out["machine_after"] = machine.snapshot(sandbox.dsn, system.redis)
             return out
         kind = CeleryGroup if isinstance(system, CelerySystem) else WorkerGroup
         group = kind(
@@ -106,7 +106,7 @@ def measure(
             out["latency"] = phases.latency(system, args.latency_jobs, args.rate)
             _say(f"{name}: idle wake-up x {args.wake_samples}")
             out["wakeup"] = phases.wakeup(system, args.wake_samples, args.idle, rng)
-        out["machine_after"] = machine.snapshot(sandbox.dsn)
+        out["machine_after"] = machine.snapshot(sandbox.dsn, system.redis)
         return out
     finally:
         system.close()
