@@ -1,6 +1,7 @@
 """The measurements, each a plain function of a system (see `systems.py`).
 
-- `enqueue`: N sends from one thread, no worker running: jobs/s.
+- `enqueue`: N sends from one thread, no worker running: jobs/s (after a first send, timed
+  apart: the producer's start-up).
 - `drain`: the N queued jobs run by the worker group: jobs/s from the first completion to the
   last, and over the steady middle (10 % → 90 % of the jobs), which leaves out the start-up
   skew of the worker processes and the tail.
@@ -15,14 +16,31 @@ import random
 import time
 from typing import Any
 
+from . import machine
 from .stats import percentile, summary_ms
 from .systems import Bare, DrainTimeout, Fleet, System, llen
 
 
-def enqueue(system: System, n: int) -> dict[str, Any]:
+def enqueue(system: System, n: int, database: str | None = None) -> dict[str, Any]:
     """jobs/s until every send returned and, for jobfleet, its QUEUED rows (written in the
     background by the producer's group-commit writer) are in Postgres: work deferred past the
-    loop still counts. `calls_per_s` is the rate of the send calls alone."""
+    loop still counts. `calls_per_s` is the rate of the send calls alone. With `database`
+    (this run's), `cpu_us` is the CPU per send of each group of processes (`machine.send_cpu`:
+    the producer, this run's Postgres backends, Postgres's background processes, Redis, the
+    rest) and `machine_busy` the fraction of all cores busy meanwhile."""
+    # Each system's first send pays its process's start-up once (jobfleet: the broker and
+    # Postgres pools, the migration check, the QUEUED writer's connection: 70-270 ms here;
+    # bare Dramatiq: its Lua script, 5-17 ms): 15-50 % of a 2,000-send clock (`--quick`),
+    # which measured start-up, not sends (0.48x quick where 20,000 sends gave 0.73x). It
+    # goes before the clock and is recorded apart (`first_send_ms`); its job is a "lat" one,
+    # which the drain does not count and the latency phase clears.
+    first = time.perf_counter()
+    system.send("lat")
+    system.flush()
+    first_send_ms = (time.perf_counter() - first) * 1000
+    meter = machine.send_cpu(database) if database is not None else None
+    if meter is not None:
+        meter.start()
     started = time.perf_counter()
     for _ in range(n):
         system.send("drain", n)
@@ -34,7 +52,12 @@ def enqueue(system: System, n: int) -> dict[str, Any]:
         "seconds": seconds,
         "per_s": n / seconds,
         "calls_per_s": n / calls,
+        "first_send_ms": first_send_ms,
     }
+    if meter is not None:
+        used = meter.stop(n)
+        result["machine_busy"] = used.pop("machine_busy")
+        result["cpu_us"] = {group: round(ms * 1000, 1) for group, ms in used.items()}
     if isinstance(system, Fleet) and system.duplicates:
         raise RuntimeError(f"fleet: {system.duplicates} sends were answered as duplicates")
     return result

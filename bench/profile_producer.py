@@ -8,7 +8,8 @@ Each round sends N no-op jobs with jobfleet (validation, stable id, dedup + enqu
 call, the QUEUED row handed to the producer's group-commit writer and written before the round
 ends), then N with bare Dramatiq, from this process's one thread, no worker running. Printed per
 round: sends/s of each, their ratio, the process's CPU microseconds per send (all its threads),
-and jobfleet's by thread (the sending thread; the others, mostly the QUEUED-row writer). CPU per
+and jobfleet's by thread (the sending thread; the others, mostly the QUEUED-row writer), with
+this run's Postgres (its backends and the WAL writer) and Redis per send. CPU per
 send moves less than a rate with the other load of a shared machine: compare trees with it
 (alternated runs).
 """
@@ -24,6 +25,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import machine
+from bench.proc_cpu import CpuMeter
 from bench.profile_worker import thread_cpu as threads_cpu
 from bench.sandbox import Sandbox
 from bench.systems import Bare, Fleet
@@ -40,15 +43,28 @@ def thread_cpu() -> dict[str, float]:
     return out
 
 
-def measure(system: Fleet | Bare, n: int) -> tuple[float, float, dict[str, float]]:
-    """(sends/s, process CPU µs per send, {thread: CPU µs per send})."""
+def measure(
+    system: Fleet | Bare, n: int, database: str | None = None
+) -> tuple[float, float, dict[str, float]]:
+    """(sends/s, process CPU µs per send, {thread or server: CPU µs per send}): the servers'
+    too, since they share the 2 cores with the producer: Redis (its every client's work),
+    Postgres (with `database`: this run's backends and the server's WAL writer and other
+    background processes; without, every Postgres process, other sessions' work included)."""
+    meter = machine.send_cpu(database) if database is not None else CpuMeter({})
+    meter.start()
     before, started, cpu = thread_cpu(), time.perf_counter(), time.process_time()
     for _ in range(n):
         system.send("drain", n)
     system.flush()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     after = thread_cpu()
+    servers = meter.stop(n)
     threads = {k: (v - before.get(k, 0.0)) / n * 1e6 for k, v in after.items()}
+    if database is not None:  # this run's Postgres work: its backends and the WAL writer's
+        servers["postgres"] = servers.get("postgres_run", 0.0) + servers.get(
+            "postgres_background", 0.0
+        )
+    threads.update((k, servers.get(k, 0.0) * 1000) for k in ("postgres", "redis"))
     return n / seconds, cpu / n * 1e6, {k: v for k, v in threads.items() if v >= 0.5}
 
 
@@ -66,13 +82,17 @@ def main(argv: list[str] | None = None) -> int:
             fleet.flush()
             for r in range(1, args.rounds + 1):
                 sandbox.reset()
-                f_rate, f_cpu, f_threads = measure(fleet, args.jobs)
-                b_rate, b_cpu, _ = measure(bare, args.jobs)
+                f_rate, f_cpu, f_threads = measure(fleet, args.jobs, sandbox.database_name)
+                b_rate, b_cpu, b_threads = measure(bare, args.jobs, sandbox.database_name)
                 threads = ", ".join(f"{k} {v:.1f}" for k, v in sorted(f_threads.items()))
+                servers = ", ".join(
+                    f"{k} {b_threads.get(k, 0.0):.1f}" for k in ("postgres", "redis")
+                )
                 print(
                     f"round {r}: jobfleet {f_rate:,.0f} sends/s ({f_cpu:.1f} µs CPU each: "
-                    f"{threads}); bare Dramatiq {b_rate:,.0f} sends/s ({b_cpu:.1f} µs CPU); "
-                    f"jobfleet/bare {f_rate / b_rate:.2f}x, by CPU {b_cpu / f_cpu:.2f}x",
+                    f"{threads}); bare Dramatiq {b_rate:,.0f} sends/s ({b_cpu:.1f} µs CPU; "
+                    f"{servers}); jobfleet/bare {f_rate / b_rate:.2f}x, by CPU "
+                    f"{b_cpu / f_cpu:.2f}x; load average {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
         finally:

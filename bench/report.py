@@ -17,6 +17,7 @@ from .stats import median
 #: (key, label, path inside one system's results)
 METRICS: tuple[tuple[str, str, tuple[str, str]], ...] = (
     ("enqueue_per_s", "enqueue, jobs/s (1 producer thread)", ("enqueue", "per_s")),
+    ("enqueue_calls_per_s", "enqueue, send calls alone, jobs/s", ("enqueue", "calls_per_s")),
     ("drain_per_s", "drain, jobs/s (first -> last done)", ("drain", "per_s")),
     ("drain_steady_per_s", "drain, jobs/s (10 % -> 90 % done)", ("drain", "steady_per_s")),
     ("latency_p50_ms", "send-to-start p50, ms (paced)", ("latency", "p50_ms")),
@@ -34,6 +35,13 @@ TARGETS: dict[str, tuple[str, float, str]] = {
 }
 
 SYSTEMS = ("bare", "fleet", "celery", "bare_100")
+#: The machine probe's figures (`machine.snapshot`), taken before and after each system.
+PROBES = (
+    "loadavg_1m", "pg_commit_ms", "pg_async_commit_ms", "redis_rtt_us", "python_us",
+    "spare_cores",
+)  # fmt: skip
+#: The enqueue phase's CPU per send by group of processes (`machine.send_cpu`), µs.
+CPU_GROUPS = ("bench", "postgres_run", "postgres_background", "redis", "postgres", "other")
 
 
 def _get(result: dict[str, Any], path: tuple[str, str]) -> float | None:
@@ -49,13 +57,22 @@ def aggregate(reps: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | Non
     for system in SYSTEMS:
         results = [rep.get(system, {}) for rep in reps]
         out[system] = {key: median(_get(r, path) for r in results) for key, _, path in METRICS}
-        for key in ("loadavg_1m", "pg_commit_ms"):
+        for key in PROBES:
             probes = (
                 _get(r, (when, key))
                 for r in results
                 for when in ("machine_before", "machine_after")
             )
             out[system][key] = median(probes)
+        out[system]["enqueue_machine_busy"] = median(
+            _get(r, ("enqueue", "machine_busy")) for r in results
+        )
+        for group in CPU_GROUPS:  # a group with no process meanwhile: 0
+            out[system][f"cpu_{group}"] = median(
+                float(r["enqueue"]["cpu_us"].get(group, 0.0))
+                for r in results
+                if isinstance(r.get("enqueue", {}).get("cpu_us"), dict)
+            )
     return out
 
 
@@ -197,10 +214,31 @@ def render(
     for system in ("bare", "fleet", "celery"):
         if system == "celery" and not measured:
             continue
-        load, commit = summary[system].get("loadavg_1m"), summary[system].get("pg_commit_ms")
+        got = summary[system]
         lines.append(
-            f"machine while measuring {system}: load average {_fmt(load)}, "
-            f"durable Postgres commit {_fmt(commit)} ms (probes before and after)"
+            f"machine while measuring {system} (probes before and after): load average "
+            f"{_fmt(got.get('loadavg_1m'))}, spare cores {_fmt(got.get('spare_cores'))}; "
+            f"Postgres commit durable {_fmt(got.get('pg_commit_ms'))} ms, async "
+            f"{_fmt(got.get('pg_async_commit_ms'))} ms; Redis round trip "
+            f"{_fmt(got.get('redis_rtt_us'))} µs; Python {_fmt(got.get('python_us'))} µs "
+            "per 1,000 calls"
+        )
+    for system in ("bare", "fleet", "celery"):
+        got = summary.get(system, {})
+        if got.get("cpu_bench") is None:
+            continue
+        groups = ", ".join(
+            f"{label} {_fmt(got.get(f'cpu_{group}'))}"
+            for group, label in (
+                ("bench", "producer"), ("postgres_run", "Postgres (this run)"),
+                ("postgres_background", "Postgres WAL/background"), ("redis", "Redis"),
+                ("postgres", "Postgres (other sessions)"), ("other", "other processes"),
+            )
+        )  # fmt: skip
+        busy = got.get("enqueue_machine_busy")
+        lines.append(
+            f"enqueue CPU per send, µs, {system}: {groups}; all cores "
+            f"{'-' if busy is None else f'{busy:.0%}'} busy"
         )
     return "\n".join(lines)
 

@@ -33,8 +33,12 @@ class Sandbox:
         return f"jobfleet-bench-{self.run_id}"
 
     @property
+    def database_name(self) -> str:
+        return f"jobfleet_bench_{self.run_id}"
+
+    @property
     def database_url(self) -> str:
-        url = make_url(self.base.database_url).set(database=f"jobfleet_bench_{self.run_id}")
+        url = make_url(self.base.database_url).set(database=self.database_name)
         return url.render_as_string(hide_password=False)
 
     @property

@@ -79,7 +79,12 @@ SELECT extract(epoch FROM min(finished_at)),
 """
 #: Only polled once every handler ran (the Redis counter says so): a scan of job_runs ten
 #: times a second would take CPU from the workers being measured.
-COUNTS = "SELECT status, count(*) FROM job_runs WHERE job_name = %s GROUP BY status"
+#: The drain's jobs only: the enqueue's first send (a "lat" job, `phases.enqueue`) runs too.
+COUNTS = """
+SELECT status, count(*) FROM job_runs
+ WHERE job_name = %s AND payload->>'tag' = 'drain'
+ GROUP BY status
+"""
 
 
 class Fleet:

@@ -3,6 +3,7 @@
     .venv/bin/python bench/throughput.py            # N=20,000, one repetition
     .venv/bin/python bench/throughput.py --quick    # N=2,000, fewer latency/wake-up samples
     .venv/bin/python bench/throughput.py --repeat 3 # medians of 3 (DESIGN §9 figures)
+    .venv/bin/python bench/throughput.py --only enqueue --repeat 5 --no-celery  # enqueue alone
 
 Each repetition measures, for bare Dramatiq, jobfleet and Celery in turn (the order rotates
 from one repetition to the next): enqueue/s from one producer thread with no worker running;
@@ -63,7 +64,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--idle-window", type=float, default=20.0, help="seconds of the idle-cost window (20)"
     )
     p.add_argument("--no-idle-cost", action="store_true", help="skip the idle-cost measurement")
+    p.add_argument(
+        "--only",
+        choices=("enqueue",),
+        default=None,
+        help="only this phase (enqueue: no worker is started, no idle cost)",
+    )
     args = p.parse_args(argv)
+    if args.only == "enqueue":
+        args.no_idle_cost = True
     args.jobs = args.jobs or (2_000 if args.quick else 20_000)
     args.latency_jobs = args.latency_jobs or (300 if args.quick else 1_000)
     args.wake_samples = args.wake_samples or (5 if args.quick else 20)
@@ -77,11 +86,14 @@ def measure(
     system: System = make(name, sandbox)
     timeout = None if isinstance(system, Bare) else sandbox.settings.worker_idle_timeout_ms
     try:
-        out: dict[str, Any] = {"machine_before": machine.snapshot(sandbox.dsn)}
+        out: dict[str, Any] = {"machine_before": machine.snapshot(sandbox.dsn, system.redis)}
         if isinstance(system, Bare) and not isinstance(system, CelerySystem):
             out["middleware"] = system.middleware
         _say(f"{name}: enqueue {args.jobs:,}")
-        out["enqueue"] = phases.enqueue(system, args.jobs)
+        out["enqueue"] = phases.enqueue(system, args.jobs, sandbox.database_name)
+        if args.only == "enqueue":
+            out["machine_after"] = machine.snapshot(sandbox.dsn, system.redis)
+            return out
         kind = CeleryGroup if isinstance(system, CelerySystem) else WorkerGroup
         group = kind(
             sandbox, system.app, processes=args.processes, threads=args.threads,
@@ -94,7 +106,7 @@ def measure(
             out["latency"] = phases.latency(system, args.latency_jobs, args.rate)
             _say(f"{name}: idle wake-up x {args.wake_samples}")
             out["wakeup"] = phases.wakeup(system, args.wake_samples, args.idle, rng)
-        out["machine_after"] = machine.snapshot(sandbox.dsn)
+        out["machine_after"] = machine.snapshot(sandbox.dsn, system.redis)
         return out
     finally:
         system.close()
@@ -131,7 +143,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             order = names[i % len(names) :] + names[: i % len(names)]
             _say(f"repetition {i + 1}/{args.repeat} ({' then '.join(order)})")
             rep = {name: measure(name, sandbox, args, rng, logs / f"rep{i + 1}") for name in order}
-            rep["bare_100"] = wake_bare_100(sandbox, args, rng, logs / f"rep{i + 1}")
+            if args.only is None:
+                rep["bare_100"] = wake_bare_100(sandbox, args, rng, logs / f"rep{i + 1}")
             reps.append(rep)
     except BaseException:
         _say(f"failed; worker logs kept in {logs}")
@@ -159,6 +172,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "wake_samples": args.wake_samples,
         "idle_s": args.idle,
         "repeat": args.repeat,
+        "only": args.only,
         "bare_worker_timeout_ms": 1000,
         "fleet_worker_timeout_ms": sandbox.settings.worker_idle_timeout_ms,
         "bare_middleware": reps[0]["bare"]["middleware"],

@@ -38,10 +38,26 @@ def _json() -> bool:
 def encode(message: dramatiq.Message[Any]) -> bytes:
     if _json():
         try:
-            return orjson.dumps(message.asdict())
+            return orjson.dumps(_fields(message))
         except TypeError:
             pass
     return message.encode()
+
+
+def _fields(message: dramatiq.Message[Any]) -> dict[str, Any]:
+    """`message.asdict()`, in its order: written out for a `Message` itself (`asdict` looks
+    its fields up with `dataclasses.fields` on every call: 2 µs of a send's 30 of Python)."""
+    if type(message) is not dramatiq.Message:  # a subclass may have fields of its own
+        return message.asdict()
+    return {
+        "queue_name": message.queue_name,
+        "actor_name": message.actor_name,
+        "args": message.args,
+        "kwargs": message.kwargs,
+        "options": message.options,
+        "message_id": message.message_id,
+        "message_timestamp": message.message_timestamp,
+    }
 
 
 def decode(data: bytes) -> dramatiq.Message[Any]:

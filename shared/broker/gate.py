@@ -62,11 +62,21 @@ class EnqueueGate:
         (by another message: a send whose reply was lost and that redis-py sent again finds
         the id taken by itself, and is enqueued)."""
         queue_name = message.queue_name
-        options: dict[str, Any] = {"redis_message_id": str(uuid4())}
+        options: dict[str, Any] = {**message.options, "redis_message_id": str(uuid4())}
         if delay_ms is not None:
             queue_name = dq_name(queue_name)
             options["eta"] = current_millis() + delay_ms
-        message = message.copy(queue_name=queue_name, options=options)
+        # `Message.copy` as Dramatiq's does it, without `dataclasses.replace` (which looks the
+        # fields up on every call: 2.6 µs, the constructor 1.5).
+        message = dramatiq.Message(
+            queue_name=queue_name,
+            actor_name=message.actor_name,
+            args=message.args,
+            kwargs=message.kwargs,
+            options=options,
+            message_id=message.message_id,
+            message_timestamp=message.message_timestamp,
+        )
         self.broker.emit_before("enqueue", message, delay_ms)
         full = f"{self.namespace}:{queue_name}"
         keys_and_args = (

@@ -736,8 +736,13 @@ class _Lane:
                 return
             if op.future is None and self._linger_s:
                 # Nobody waits for a QUEUED row: let a batch build up instead of paying a
-                # transaction (and this thread's share of the GIL) per row.
-                time.sleep(self._linger_s)
+                # transaction (and this thread's share of the GIL) per row; not when a whole
+                # batch is waiting already. (Lingering then, a backlog was written at most
+                # `max_batch` rows per linger: 256 per 10 ms + the statement, fewer rows per
+                # second than a producer sends when Postgres takes 45+ µs a row, and the final
+                # `flush` waited for the backlog.)
+                if self._queue.qsize() < self._max_batch:
+                    time.sleep(self._linger_s)
             elif op.kind == "finish" and self._finish_linger_s:
                 # Terminal outcomes (this lane's finishes): let the other threads' gather.
                 # Measured (bench/profile_worker.py): 2-3 runs per statement without, ~10 with

@@ -39,7 +39,7 @@ SELECT_EXISTING = "SELECT status FROM job_runs WHERE job_id = %s"
 PROBE_AFTER_S = 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SendResult:
     job_id: str
     message_id: str | None
@@ -67,18 +67,19 @@ class Sender:
         # PayloadError (or UnknownPriority) before Redis or Postgres is touched
         priority = check_priority(priority) if priority is not None else spec.priority
         model, wire = spec.contract.build_wire(payload)
-        job_id = spec.job_id(model, wire)
+        entity = spec.entity_id(model)
+        job_id = spec.job_id(model, wire, entity_id=entity)
         self._check_tracking(job_id)
         if spec.requires is not None:
             self._check_requires(spec, model)
-        entity_id = spec.entity_id(model) or None
+        entity_id = entity or None
         request_id = request_id or request_id_var.get()
         message = build_message(
             job_name=spec.name,
             queue=spec.queue,
             payload=wire,
             job_id=job_id,
-            org_id=model.org_id,
+            org_id=wire.get("org_id", model.org_id),  # its text, made once by the wire
             entity_type=spec.entity_type,
             entity_id=entity_id,
             request_id=request_id,

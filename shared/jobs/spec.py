@@ -70,13 +70,18 @@ class JobSpec(Generic[P]):
     def entity_id(self, payload: P) -> str:
         return _entity_id(payload)
 
-    def job_id(self, payload: P, wire: Mapping[str, Any] | None = None) -> str:
-        """`wire`: the payload's `wire()`, when the caller has it (`Contract.build_wire`)."""
+    def job_id(
+        self, payload: P, wire: Mapping[str, Any] | None = None, *, entity_id: str | None = None
+    ) -> str:
+        """`wire`: the payload's `wire()`, `entity_id`: its `entity_id(payload)`, when the
+        caller has them (`Contract.build_wire`, `Sender.send`)."""
         if self.custom_id is not None:
             return self.custom_id(payload)
-        return stable_job_id(
-            payload.org_id, self.name, self.entity_id(payload), payload.stable_part(wire)
-        )
+        if entity_id is None:
+            entity_id = self.entity_id(payload)
+        # The org id as the wire writes it (`str(UUID)`, as the f-string would): made once.
+        org_id = payload.org_id if wire is None else wire.get("org_id", payload.org_id)
+        return stable_job_id(org_id, self.name, entity_id, payload.stable_part(wire))
 
     def send(
         self,

@@ -174,6 +174,32 @@ def test_starts_share_a_statement_while_the_writer_is_busy_and_never_wait_when_i
         writer.close()
 
 
+def test_a_backlog_of_queued_rows_is_written_without_lingering_between_full_batches(
+    runtime: Any, settings: Settings
+) -> None:
+    """The fast lane lingers so that QUEUED rows gather into one statement, not when a whole
+    batch is already waiting: a backlog is written batch after batch. (It lingered before each
+    batch: at most `max_batch` rows per linger, fewer than a producer sends when Postgres is
+    slow, and `flush` waited out the backlog.) 40 rows, batches of 4, a 1 s linger: ten lingers
+    before, one or two now."""
+    writer = run_writer(settings, linger_ms=1000, max_batch=4)
+    try:
+        job_ids = [f"backlog:{uuid.uuid4().hex}" for _ in range(40)]
+        took = time.monotonic()
+        for job_id in job_ids:
+            writer.record_queued(_queued_op(job_id).params)
+        assert writer.flush(6), "the backlog was not written within 6 s"
+        assert time.monotonic() - took < 6
+        with psycopg.connect(settings.database_dsn, autocommit=True) as conn:
+            found = conn.execute(
+                "SELECT count(*) FROM job_runs WHERE job_id = ANY(%s) AND status = 'QUEUED'",
+                (job_ids,),
+            ).fetchone()
+        assert found is not None and found[0] == 40
+    finally:
+        writer.close()
+
+
 def _queued_op(job_id: str) -> Any:
     from shared.jobs.run_writer import _Op
 
