@@ -131,12 +131,12 @@ class Runtime:
 
         return run_writer(self.settings, name="jobfleet-queued-writer", on_fresh=self._mark_fresh)
 
-    def _mark_fresh(self, runs: list[tuple[str, str, str]]) -> None:
-        """Runs whose QUEUED rows were inserted new (job id, message id, queue): their job ids'
-        keys say so, on their queues' servers (`broker/starts.py`)."""
-        by_queue: dict[str, list[tuple[str, str]]] = {}
-        for job_id, message_id, queue in runs:
-            by_queue.setdefault(queue, []).append((job_id, message_id))
+    def _mark_fresh(self, runs: list[tuple[str, str, str, str]]) -> None:
+        """Runs whose QUEUED rows were inserted new (job id, message id, queue, the row's day):
+        their job ids' keys say so, on their queues' servers (`broker/starts.py`)."""
+        by_queue: dict[str, list[tuple[str, str, str]]] = {}
+        for job_id, message_id, queue, day in runs:
+            by_queue.setdefault(queue, []).append((job_id, message_id, day))
         for client, queues in self.queue_servers.by_server(by_queue):
             self.run_starts.mark_fresh(client, [run for q in queues for run in by_queue[q]])
 

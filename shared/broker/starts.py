@@ -47,21 +47,31 @@ class PriorStart:
     #: Epoch seconds: when its lease runs out, and when it began.
     lease_until: float
     started_at: float
+    #: The day of the run's row (`created_on`, ISO), as its producer marked the key.
+    created_on: str | None = None
 
 
-#: What a claim gives: True when the start is kept; a `PriorStart` when a delivery of this
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A claim that kept the start: the day of the run's row (`created_on`, ISO)."""
+
+    created_on: str
+
+
+#: What a claim gives: `Kept` when the start is kept; a `PriorStart` when a delivery of this
 #: message (or of the one holding the job id) kept one; else the key's value (the run store
 #: decides), or None (no key).
-Claimed = bool | PriorStart | str | None
+Claimed = Kept | PriorStart | str | None
 
 
 def claimed(reply: Any) -> Claimed:
     """A claim's reply read (`lua/run_claim.lua`)."""
-    if reply == 1:
-        return True
     if not reply:
         return None
-    return prior_start(reply) or (reply.decode() if isinstance(reply, bytes) else str(reply))
+    text = reply.decode() if isinstance(reply, bytes) else str(reply)
+    if text.startswith("+"):
+        return Kept(text[1:])
+    return prior_start(text) or text
 
 
 class RunStarts:
@@ -107,13 +117,14 @@ class RunStarts:
         whose lease is the one renewed from now on."""
         self._call(client, job_id, "written", message_id, owner)
 
-    def mark_fresh(self, client: redis.Redis, runs: list[tuple[str, str]]) -> int:
-        """Mark the keys of runs (job id, message id) whose QUEUED rows were just inserted new,
-        all on one server, in one script call; returns how many were marked."""
+    def mark_fresh(self, client: redis.Redis, runs: list[tuple[str, str, str]]) -> int:
+        """Mark the keys of runs (job id, message id, the day of their row) whose QUEUED rows
+        were just inserted new, all on one server, in one script call; returns how many."""
         if not runs:
             return 0
-        keys = [dedup_key(self.namespace, job_id) for job_id, _ in runs]
-        marked: int = self._eval(client, FRESH, len(keys), *keys, *(m for _, m in runs))
+        keys = [dedup_key(self.namespace, job_id) for job_id, _, _ in runs]
+        args = [value for _, message_id, day in runs for value in (message_id, day)]
+        marked: int = self._eval(client, FRESH, len(keys), *keys, *args)
         return marked
 
     def cancel(self, client: redis.Redis, job_id: str) -> PriorStart | None:
@@ -129,12 +140,13 @@ def prior_start(value: bytes | str) -> PriorStart | None:
     """The start kept in a key's value, if one is (not a bare message id, not written)."""
     text = value.decode() if isinstance(value, bytes) else str(value)
     parts = text.split("|")
-    if len(parts) != 4:
+    if len(parts) != 5:
         return None
     try:
-        return PriorStart(parts[0], parts[1], float(parts[2]) / 1000, float(parts[3]) / 1000)
+        until, began = float(parts[2]) / 1000, float(parts[3]) / 1000
     except ValueError:
         return None
+    return PriorStart(parts[0], parts[1], until, began, parts[4] or None)
 
 
 class _Claim:

@@ -97,7 +97,10 @@ def _storable(kind: str, params: Any, error: str) -> Any:
 #: takes that day from `jobfleet_run_created_on(job_id)`: the existing row's, or today's (under
 #: a lock on the job id, so that two first writes cannot make two rows on two days).
 #: A start kept in Redis (`broker/starts.py`) is written with the time it began (`st`) and, for
-#: an execution found interrupted, the lease it held (`lu`, run out): epoch seconds, else now.
+#: an execution found interrupted, the lease it held (`lu`, run out): epoch seconds, else now;
+#: and with the day of its QUEUED row (`c`), which its producer put on the job id's key: the row
+#: is found in its partition at once (`jobfleet_run_created_on` takes a lock and probes every
+#: day partition's index: a third of a QUEUED row's cost at 5 partitions, most of it at 40).
 #: Every statement takes a whole batch as one JSON document (`json_to_recordset`): one
 #: statement and one round trip per batch, and the per-row encoding is orjson's (`_rows`) rather
 #: than Python-level parameter adaptation in a thread that shares the GIL with the workers.
@@ -108,10 +111,10 @@ INSERT INTO job_runs AS r (org_id, job_name, job_id, queue, status, entity_type,
                            started_at, executions, lease_owner, lease_until, created_on)
 SELECT o, n, j, q, 'RUNNING', et, e, p, a, ma, rq, m, now(), COALESCE(to_timestamp(st), now()),
        1, w, COALESCE(to_timestamp(lu), now() + make_interval(secs => ls)),
-       jobfleet_run_created_on(j)
+       COALESCE(c, jobfleet_run_created_on(j))
   FROM json_to_recordset(%s::json)
        AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, a int, ma int, rq text, m text,
-            w text, ls float8, st float8, lu float8)
+            w text, ls float8, st float8, lu float8, c date)
  -- One job id lock after another in one order (jobfleet_run_created_on), whatever the batch's.
  ORDER BY j
 ON CONFLICT (job_id, created_on) DO UPDATE
@@ -193,6 +196,9 @@ UPDATE job_runs
  WHERE job_id = ANY(%(ids)s) AND lease_owner = %(w)s AND status = 'RUNNING'
 RETURNING job_id
 """
+#: A QUEUED row a producer's batch inserted new: job id, message id, queue, its row's day
+#: (`created_on`, ISO): told to `RunWriter(on_fresh=)`.
+FreshRun = tuple[str, str, str, str]
 #: `lease_owner` of a run handed back by its worker at shutdown.
 RELEASED = "released"
 QUEUED_MANY = """
@@ -212,7 +218,7 @@ ON CONFLICT (job_id, created_on) DO UPDATE
  WHERE job_runs.status = 'STAGED'
     OR (job_runs.status = 'CANCELED' AND job_runs.message_id IS DISTINCT FROM EXCLUDED.message_id)
 -- The runs this statement made QUEUED: a worker may keep their starts in Redis (`on_fresh`).
-RETURNING job_id, message_id
+RETURNING job_id, message_id, created_on
 """
 #: The outcome of a run whose start was kept in Redis (`broker/starts.py`): its start, its
 #: execution and its outcome in one statement, the run's one write after its QUEUED row. Taken
@@ -226,10 +232,11 @@ INSERT INTO job_runs AS r (org_id, job_name, job_id, queue, status, entity_type,
                            started_at, executions, lease_owner, result, error_code, error,
                            next_retry_at, finished_at, created_on)
 SELECT o, n, j, q, s, et, e, p, a, ma, rq, m, to_timestamp(st), to_timestamp(st), 1, w, res, ec,
-       er, nr, CASE WHEN fin THEN now() ELSE NULL END, jobfleet_run_created_on(j)
+       er, nr, CASE WHEN fin THEN now() ELSE NULL END, COALESCE(c, jobfleet_run_created_on(j))
   FROM json_to_recordset(%s::json)
        AS u(o uuid, n text, j text, q text, et text, e text, p jsonb, a int, ma int, rq text, m text,
-            w text, st float8, s text, res jsonb, ec text, er text, nr timestamptz, fin bool)
+            w text, st float8, s text, res jsonb, ec text, er text, nr timestamptz, fin bool,
+            c date)
  ORDER BY j
 ON CONFLICT (job_id, created_on) DO UPDATE
    SET status = EXCLUDED.status, attempt = EXCLUDED.attempt,
@@ -363,7 +370,7 @@ class RunWriter:
         start_linger_ms: float = 0,
         name: str = "jobfleet-run-writer",
         pooled: bool = False,
-        on_fresh: Callable[[list[tuple[str, str, str]]], None] | None = None,
+        on_fresh: Callable[[list[FreshRun]], None] | None = None,
     ) -> None:
         # linger_ms: how long the fast lane lets QUEUED rows (nobody waits for them) gather.
         # finish_linger_ms: the same for terminal outcomes on the durable lane, which only the
@@ -392,7 +399,7 @@ class RunWriter:
             name=f"{name}-durable",
             pooled=pooled,
         )
-        # on_fresh: told (job id, message id, queue) of each QUEUED row a batch inserted new,
+        # on_fresh: told (job id, message id, queue, day) of each QUEUED row a batch inserted new,
         # once it is written: its job id's key is marked so that a worker may keep the run's
         # start in Redis (`broker/starts.py`).
         self._fast.on_fresh = on_fresh
@@ -492,11 +499,15 @@ class RunWriter:
         started_at: float | None = None,
         lease_until: float | None = None,
         owner: str | None = None,
+        created_on: str | None = None,
     ) -> _Waiter:
         """`start_run` without waiting: `.result(timeout)` gives the `Started` (or None). A
-        start kept in Redis is written with the time it began (`started_at`, epoch seconds);
-        one found interrupted also with its owner and the lease it held (`lease_until`)."""
-        row = self.start_row(info, max_attempts, started_at=started_at, owner=owner)
+        start kept in Redis is written with the time it began (`started_at`, epoch seconds)
+        and its row's day when known (`created_on`); one found interrupted also with its owner
+        and the lease it held (`lease_until`)."""
+        row = self.start_row(
+            info, max_attempts, started_at=started_at, owner=owner, created_on=created_on
+        )
         row["ls"] = self.lease_s
         if lease_until is not None:
             row["lu"] = lease_until
@@ -509,11 +520,13 @@ class RunWriter:
         *,
         started_at: float | None = None,
         owner: str | None = None,
+        created_on: str | None = None,
     ) -> dict[str, Any]:
         """A run's START row (`START_MANY`'s keys), also carried by a `Finish` (`start`)."""
         return {
             "w": owner or self.owner,
             "st": started_at,
+            "c": created_on,
             "o": info.org_id,
             "n": info.job_name,
             "j": info.job_id,
@@ -691,7 +704,7 @@ class _Lane:
         self._retry_delay = 0.25
         self.retry_max_s = 5.0
         #: Called with the QUEUED rows a batch inserted new (`RunWriter(on_fresh=)`).
-        self.on_fresh: Callable[[list[tuple[str, str, str]]], None] | None = None
+        self.on_fresh: Callable[[list[FreshRun]], None] | None = None
         self.healthy = True
         self.last_error: str | None = None
         self.last_ok = 0.0
@@ -802,18 +815,19 @@ class _Lane:
             # After: a flush waits for the rows, not for this (a worker that takes a run before
             # its key is marked has its start written at once).
             if self.on_fresh is not None:
-                self._tell_fresh([op for op in batch if done.get(id(op)) is True])
+                self._tell_fresh([(op, done[id(op)]) for op in batch if op.kind == "queued"])
             return
 
-    def _tell_fresh(self, ops: Sequence[_Op]) -> None:
-        """Hand the QUEUED rows this batch inserted new to `on_fresh` (job id, message id,
-        queue); a failure there costs their workers a written start, nothing else."""
-        if not ops or self.on_fresh is None:
+    def _tell_fresh(self, queued: Sequence[tuple[_Op, Any]]) -> None:
+        """Hand the QUEUED rows this batch inserted new (their result: the day of their row) to
+        `on_fresh`; a failure there costs their workers a written start, nothing else."""
+        fresh = [(op.params["j"], op.params["m"], op.params["q"], day) for op, day in queued if day]
+        if not fresh or self.on_fresh is None:
             return
         try:
-            self.on_fresh([(op.params["j"], op.params["m"], op.params["q"]) for op in ops])
+            self.on_fresh(fresh)
         except Exception as exc:
-            log.warning("run_writer.fresh_not_marked", rows=len(ops), error=str(exc)[:200])
+            log.warning("run_writer.fresh_not_marked", rows=len(fresh), error=str(exc)[:200])
 
     def _done(self, batch: Sequence[_Op], results: Sequence[Any]) -> None:
         self.healthy, self.last_error, self._retry_delay = True, None, 0.25
@@ -931,10 +945,13 @@ class _Lane:
         if "queued" in by_kind:
             # One row per job id (ON CONFLICT DO UPDATE may touch a row once per statement).
             queued = sorted({op.params["j"]: op for op in by_kind["queued"]}.values(), key=_job)
-            fresh = set(conn.execute(QUEUED_MANY, (_rows(queued),)).fetchall())
-            # True: this op's row was inserted (or re-queued) by this statement.
+            fresh = {
+                (job_id, message_id): day.isoformat()
+                for job_id, message_id, day in conn.execute(QUEUED_MANY, (_rows(queued),))
+            }
+            # The day of its row when this statement inserted (or re-queued) it, else None.
             results.update(
-                (id(op), (op.params["j"], op.params["m"]) in fresh) for op in by_kind["queued"]
+                (id(op), fresh.get((op.params["j"], op.params["m"]))) for op in by_kind["queued"]
             )
         if "finish" in by_kind:
             conn.execute(FINISH_MANY, _finish_params(sorted(by_kind["finish"], key=_job)))

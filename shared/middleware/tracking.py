@@ -26,7 +26,7 @@ from dramatiq.middleware import Middleware, SkipMessage
 from dramatiq.middleware.middleware import MiddlewareError
 
 from ..broker import Delivery, dedup_key, delivery_of, failure_of, message_of
-from ..broker.starts import PriorStart, RunStarts, StartClaims
+from ..broker.starts import Kept, PriorStart, RunStarts, StartClaims
 from ..config import RetryPolicy, Settings
 from ..contracts.base import SYSTEM_ORG
 from ..errors import AlreadyDone, InvalidPayload, LeaseLost, PermanentError, RetryLater
@@ -198,8 +198,11 @@ class Tracking(Middleware):
         kept: _KeptStart | None = None
         try:
             started = self._keep_start(broker, message, info)
-            if isinstance(started, Started):
-                kept = _KeptStart(info, policy.max_attempts, message, time.time(), broker)
+            if isinstance(started, Kept):
+                kept = _KeptStart(
+                    info, policy.max_attempts, message, time.time(), broker, started.created_on
+                )
+                started = Started(None, False, info.attempt, 1)
             else:
                 seal = started is _SEAL
                 if isinstance(started, PriorStart):
@@ -348,8 +351,8 @@ class Tracking(Middleware):
         except Exception as exc:
             log.warning("run.start_not_kept", job_id=info.job_id, error=str(exc)[:200])
             return _SEAL
-        if claimed is True:
-            return Started(None, False, info.attempt, 1)
+        if isinstance(claimed, Kept):
+            return claimed
         if claimed == info.message_id:
             # Not marked fresh (yet: its QUEUED row may be on its way): written at once, and
             # then said on the key, which its producer may mark fresh a moment later.
@@ -386,6 +389,7 @@ class Tracking(Middleware):
             started_at=prior.started_at,
             lease_until=prior.lease_until,
             owner=prior.owner,
+            created_on=prior.created_on,
         ).result(30)
         log.warning("run.kept_start_interrupted", job_id=info.job_id, owner=prior.owner)
         return None
@@ -431,7 +435,7 @@ class Tracking(Middleware):
             kept.state = "writing"
         try:
             started = self.writer.submit_start(
-                kept.info, kept.max_attempts, started_at=kept.started_at
+                kept.info, kept.max_attempts, started_at=kept.started_at, created_on=kept.created_on
             ).result(30)
         except Exception as exc:
             log.warning("run.start_not_recorded", job_id=job_id, error=str(exc)[:200])
@@ -935,12 +939,29 @@ class _KeptStart:
     kept -> writing -> written (START_MANY, then renewed like any run) or lost (taken over);
     kept -> finishing (written with its outcome)."""
 
-    __slots__ = ("broker", "ctx", "info", "max_attempts", "message", "started_at", "state")
+    __slots__ = (
+        "broker",
+        "created_on",
+        "ctx",
+        "info",
+        "max_attempts",
+        "message",
+        "started_at",
+        "state",
+    )
 
     def __init__(
-        self, info: MessageInfo, max_attempts: int, message: Any, started_at: float, broker: Any
+        self,
+        info: MessageInfo,
+        max_attempts: int,
+        message: Any,
+        started_at: float,
+        broker: Any,
+        created_on: str,
     ) -> None:
         self.broker = broker
+        #: The day of its run's row (`created_on`): its writes find it in that partition.
+        self.created_on = created_on
         self.info = info
         self.max_attempts = max_attempts
         self.message = message
@@ -951,4 +972,6 @@ class _KeptStart:
 
     def row(self, writer: RunWriter) -> dict[str, Any]:
         """Its START row, carried by the outcome (`Finish.start`)."""
-        return writer.start_row(self.info, self.max_attempts, started_at=self.started_at)
+        return writer.start_row(
+            self.info, self.max_attempts, started_at=self.started_at, created_on=self.created_on
+        )

@@ -77,7 +77,11 @@ def test_a_short_job_is_written_once_after_its_queued_row(
     org = uuid.uuid4()
     sent = ECHO.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": "once"})
     assert runtime.settle(5)
-    assert _key(runtime, sent.job_id) == f"{sent.message_id}|fresh"  # its row inserted new
+    # Its row inserted new, in today's partition.
+    run = runs.find(sent.job_id, org_id=org)
+    assert run is not None and run.status == "QUEUED"
+    day = db.execute("SELECT created_on FROM job_runs WHERE job_id = %s", (sent.job_id,)).fetchone()
+    assert _key(runtime, sent.job_id) == f"{sent.message_id}|fresh|{day[0].isoformat()}"
     request.getfixturevalue("fleet")  # a worker from now on
 
     run = wait_run(sent.job_id, "COMPLETED", org_id=org)
@@ -160,7 +164,7 @@ def test_a_worker_that_dies_with_a_kept_start_leaves_it_on_the_record_as_an_atte
     first = procs.worker(threads=2, name="first")
     wait_for(lambda: f"hold start {sent.job_id}" in "\n".join(procs.mark_lines()), what="started")
     value = _key(runtime, sent.job_id)
-    assert value.startswith(f"{sent.message_id}|") and value.count("|") == 3, value
+    assert value.startswith(f"{sent.message_id}|") and value.count("|") == 4, value
     dead_owner = value.split("|")[1]
     pid = int(dead_owner.split(":")[1])
     assert pid in first.children()

@@ -1,22 +1,24 @@
 -- Claim the starts of runs a worker process takes (shared/broker/starts.py, `StartClaims`): for
--- each job id key that says "<message id>|fresh" (its QUEUED row inserted new), the start is
--- kept there, "<message id>|<owner>|<lease until ms>|<started ms>" (lua/run_start.lua says
--- what each value of the key means). Many runs in one call: the process's worker threads'
--- claims gathered, one Redis round trip for all of them.
+-- each job id key that says "<message id>|fresh|<day>" (its QUEUED row inserted new, in that
+-- day's partition), the start is kept there, "<message id>|<owner>|<lease until ms>|<started
+-- ms>|<day>" (lua/run_start.lua says what each value of the key means). Many runs in one
+-- call: the process's worker threads' claims gathered, one Redis round trip for all of them.
 -- KEYS the job id keys; ARGV[1] owner, ARGV[2] now (ms), ARGV[3] lease (ms), ARGV[4...] the
 -- message ids (in the order of KEYS).
--- Returns, per key: 1 when its start is now kept, 0 when there is no key, else its value.
+-- Returns, per key: "+<day>" when its start is now kept, 0 when there is no key, else its value.
 local now = tonumber(ARGV[2])
-local record = "|" .. ARGV[1] .. "|" .. (now + tonumber(ARGV[3])) .. "|" .. now
+local record = "|" .. ARGV[1] .. "|" .. (now + tonumber(ARGV[3])) .. "|" .. now .. "|"
 local replies = {}
 for i, key in ipairs(KEYS) do
     local message_id = ARGV[i + 3]
     local value = redis.call("get", key)
+    local fresh = message_id .. "|fresh|"
     if not value then
         replies[i] = 0
-    elseif value == message_id .. "|fresh" then
-        redis.call("set", key, message_id .. record, "KEEPTTL")
-        replies[i] = 1
+    elseif string.sub(value, 1, #fresh) == fresh then
+        local day = string.sub(value, #fresh + 1)
+        redis.call("set", key, message_id .. record .. day, "KEEPTTL")
+        replies[i] = "+" .. day
     else
         replies[i] = value
     end
