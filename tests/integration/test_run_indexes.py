@@ -69,12 +69,12 @@ def test_the_runs_of_an_entity_are_found_by_index(db: psycopg.Connection[Any]) -
         queries = {
             "api page": (
                 "SELECT job_id FROM job_runs WHERE org_id = %s AND entity_type = %s"
-                " AND entity_id = %s ORDER BY queued_at DESC, job_id DESC LIMIT 51",
+                " AND entity_id = %s ORDER BY queued_at DESC, id DESC LIMIT 51",
                 (org, "invoice", "inv-42"),
             ),
             "runs.list_runs": (
                 "SELECT job_id FROM job_runs WHERE TRUE AND entity_id = %s"
-                " ORDER BY queued_at DESC LIMIT 50",
+                " ORDER BY queued_at DESC, id DESC LIMIT 50",
                 ("inv-42",),
             ),
         }
