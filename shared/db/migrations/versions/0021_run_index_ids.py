@@ -24,7 +24,8 @@ wait while they build (2.3 s for the five on 300,000 runs here). To avoid that, 
 hand first, for each name and key below: `CREATE INDEX <name>_new ON ONLY job_runs <key>`, for
 each partition `CREATE INDEX CONCURRENTLY ... ON <partition> <key>` and `ALTER INDEX <name>_new
 ATTACH PARTITION ...`, then `DROP INDEX <name>` and `ALTER INDEX <name>_new RENAME TO <name>`:
-the migration leaves an index whose key is already the new one. The downgrade builds the old
+the migration leaves a valid index whose key is already the new one (an invalid one, a
+partition still without its index, is built again). The downgrade builds the old
 keys again.
 """
 
@@ -49,11 +50,12 @@ INDEXES = {
     ),
 }
 
-#: The key columns of an index (`job_id` or `id` last), as Postgres prints them.
+#: The key columns of a valid index (`job_id` or `id` last), as Postgres prints them. A
+#: partitioned index is valid once every partition has its own attached.
 KEYS = """
 SELECT array_agg(pg_get_indexdef(x.indexrelid, k, true) ORDER BY k)
   FROM pg_index x, generate_series(1, x.indnkeyatts) AS k
- WHERE x.indexrelid = to_regclass(%(name)s)
+ WHERE x.indexrelid = to_regclass(%(name)s) AND x.indisvalid
 """
 
 
@@ -62,7 +64,7 @@ def _rebuild(tiebreaker: str) -> None:
     for name, key in INDEXES.items():
         keys = bind.exec_driver_sql(KEYS, {"name": name}).scalar()
         if keys and keys[-1] == tiebreaker:
-            continue  # built by hand already
+            continue  # built by hand already (and valid: on every partition)
         op.execute(f"DROP INDEX IF EXISTS {name}")
         # On the partitioned table: built on every partition, and on each one created later.
         op.execute(f"CREATE INDEX {name} ON job_runs {key.format(tiebreaker)}")
