@@ -10,11 +10,13 @@
 --
 -- Sets the status of 20,000 random COMPLETED runs to RUNNING, one row a statement (every
 -- write of a run changes `status`: no update is heap-only, each adds an entry to every index),
--- then inserts 20,000 executions, one row a statement; each in a transaction rolled back.
+-- inserts 20,000 executions, one row a statement, and makes 20,000 other COMPLETED runs DEAD
+-- with an error (what the dead-letter and error-text indexes pay); each in a transaction
+-- rolled back.
 -- A CHECKPOINT comes before each, so the first change of each page after it writes the whole
 -- page (full-page image, `fpi`), as the first write after each checkpoint does in production.
 -- Prints, per index (a partition's index counts as its parent's; `(heap)`: the table): its
--- size, then the WAL bytes of the records that changed it per row updated and per row
+-- size before the writes, then the WAL bytes of the records that changed it per row updated and per row
 -- inserted (`record`: without full-page images; `fpi`: the full-page images), and each
 -- statement's time per row (µs; the machine's load matters: note it). A checkpoint during a measure (another database's writes, the timer)
 -- makes pages written again in full: the `fpi` of that run is not comparable, run it again.
@@ -37,10 +39,13 @@ SELECT c.oid, c.relfilenode, '(heap)', COALESCE(p.relname, c.relname)
   FROM pg_class c LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
   LEFT JOIN pg_class p ON p.oid = i.inhparent
  WHERE c.relkind = 'r' AND COALESCE(p.relname, c.relname) IN ('job_runs', 'job_executions');
+-- Each index's size before the writes below (rolled back, they leave their entries behind).
+CREATE TEMP TABLE sizes AS
+SELECT tbl, name, sum(pg_relation_size(oid)) AS bytes FROM parents GROUP BY tbl, name;
 CREATE TEMP TABLE picked AS
 SELECT id, created_on, job_id, row_number() OVER () AS n
   FROM (SELECT id, created_on, job_id FROM job_runs WHERE status = 'COMPLETED'
-         ORDER BY random() LIMIT 20000) s;
+         ORDER BY random() LIMIT 40000) s;
 CREATE TEMP TABLE cost (what text, name text, tbl text, rec bigint, fpi bigint);
 CREATE OR REPLACE FUNCTION pg_temp.attribute(what text, lo pg_lsn, hi pg_lsn) RETURNS void
 LANGUAGE sql AS $$
@@ -53,7 +58,7 @@ $$;
 CREATE OR REPLACE FUNCTION pg_temp.updates() RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz := clock_timestamp(); r record;
 BEGIN
-  FOR r IN SELECT id, created_on FROM picked ORDER BY n LOOP
+  FOR r IN SELECT id, created_on FROM picked WHERE n <= 20000 ORDER BY n LOOP
     UPDATE job_runs SET status = 'RUNNING' WHERE id = r.id AND created_on = r.created_on;
   END LOOP;
   RETURN extract(epoch FROM clock_timestamp() - t0) * 1e6 / 20000;
@@ -61,9 +66,19 @@ END $$;
 CREATE OR REPLACE FUNCTION pg_temp.inserts() RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz := clock_timestamp(); r record;
 BEGIN
-  FOR r IN SELECT job_id FROM picked ORDER BY n LOOP
+  FOR r IN SELECT job_id FROM picked WHERE n <= 20000 ORDER BY n LOOP
     INSERT INTO job_executions (job_id, execution, attempt, worker, message_id, started_at)
     VALUES (r.job_id, 2, 2, 'bench:1:w', md5(r.job_id), now());
+  END LOOP;
+  RETURN extract(epoch FROM clock_timestamp() - t0) * 1e6 / 20000;
+END $$;
+CREATE OR REPLACE FUNCTION pg_temp.deaths() RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz := clock_timestamp(); r record;
+BEGIN
+  FOR r IN SELECT id, created_on FROM picked WHERE n > 20000 ORDER BY n LOOP
+    UPDATE job_runs SET status = 'DEAD', error_code = 'TIME_LIMIT',
+           error = 'TimeLimitExceeded: the job ran longer than 600 s (bench)'
+     WHERE id = r.id AND created_on = r.created_on;
   END LOOP;
   RETURN extract(epoch FROM clock_timestamp() - t0) * 1e6 / 20000;
 END $$;
@@ -85,16 +100,29 @@ SELECT pg_current_wal_insert_lsn() AS hi, checkpoints_timed + checkpoints_req - 
 -- A commit that wrote WAL: the WAL up to here is flushed (readable).
 DROP TABLE IF EXISTS pg_temp.flush; CREATE TEMP TABLE flush ();
 SELECT pg_temp.attribute('insert', :'lo', :'hi');
+CHECKPOINT;
+SELECT pg_current_wal_insert_lsn() AS lo, checkpoints_timed + checkpoints_req AS c0 FROM pg_stat_bgwriter \gset
+BEGIN;
+SELECT pg_temp.deaths() AS death_us \gset
+ROLLBACK;
+SELECT pg_current_wal_insert_lsn() AS hi, checkpoints_timed + checkpoints_req - :c0 AS death_c FROM pg_stat_bgwriter \gset
+-- A commit that wrote WAL: the WAL up to here is flushed (readable).
+DROP TABLE IF EXISTS pg_temp.flush; CREATE TEMP TABLE flush ();
+SELECT pg_temp.attribute('death', :'lo', :'hi');
 \set QUIET off
 SELECT 'per row: update of job_runs.status ' || round(:update_us) || ' µs, insert into job_executions '
-       || round(:insert_us) || ' µs; checkpoints meanwhile (each adds full-page images): '
-       || :update_c || ', ' || :insert_c;
-SELECT p.tbl AS "table", p.name AS index, pg_size_pretty(sum(pg_relation_size(p.oid))) AS size,
+       || round(:insert_us) || ' µs, death of a run ' || round(:death_us)
+       || ' µs; checkpoints meanwhile (each adds full-page images): '
+       || :update_c || ', ' || :insert_c || ', ' || :death_c;
+SELECT p.tbl AS "table", p.name AS index,
+       pg_size_pretty((SELECT z.bytes FROM sizes z WHERE z.tbl = p.tbl AND z.name = p.name)) AS size,
        COALESCE(max(u.rec), 0) / 20000 AS update_record_b, COALESCE(max(u.fpi), 0) / 20000 AS update_fpi_b,
-       COALESCE(max(i.rec), 0) / 20000 AS insert_record_b, COALESCE(max(i.fpi), 0) / 20000 AS insert_fpi_b
+       COALESCE(max(i.rec), 0) / 20000 AS insert_record_b, COALESCE(max(i.fpi), 0) / 20000 AS insert_fpi_b,
+       COALESCE(max(d.rec), 0) / 20000 AS death_record_b, COALESCE(max(d.fpi), 0) / 20000 AS death_fpi_b
   FROM parents p
   LEFT JOIN cost u ON u.what = 'update' AND u.name = p.name AND u.tbl = p.tbl
   LEFT JOIN cost i ON i.what = 'insert' AND i.name = p.name AND i.tbl = p.tbl
+  LEFT JOIN cost d ON d.what = 'death' AND d.name = p.name AND d.tbl = p.tbl
  GROUP BY p.tbl, p.name ORDER BY p.tbl DESC, p.name;
 SELECT 'all', what, sum(rec) / 20000 AS record_b, sum(fpi) / 20000 AS fpi_b
   FROM cost GROUP BY what ORDER BY what DESC;

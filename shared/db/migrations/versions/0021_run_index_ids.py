@@ -9,9 +9,9 @@ unique: the primary key is `(id, created_on)`) orders ties just as well. Every w
 changes `status`, so each adds an entry to every index: a smaller key is a smaller entry on
 every write, and a smaller index. Measured with bench/run_index_write_cost.sql on 300,000 runs
 (job ids of 74 bytes; docs/kernel.md, "The run store's indexes"), per update of a run's status:
-the WAL records of the four it touches (`dead` holds DEAD runs only) went from 617 to 377
-bytes, their full-page images after a checkpoint from 5,016 to 2,194 bytes, the update's
-whole WAL from 17,168 to 14,067 bytes (-18 %); the five indexes from 150 to 68 MB.
+the WAL records of the four it touches (`dead` holds DEAD runs only) went from 616 to 377
+bytes, their full-page images after a checkpoint from 5,024 to 2,194 bytes, the update's
+whole WAL from 17,171 to 14,088 bytes (-18 %); the five indexes from 147 to 66 MB.
 
 The readers (the console's Runs and Dead-letters pages, `runs.list_runs`, the job-status API's
 list) order by `(queued_at DESC, id DESC)` and their cursors carry the id; the old cursors
