@@ -1,8 +1,9 @@
 """The Runs and Dead-letters searches: filters, keyset pages, and one run with its history.
 
-Newest first on `(queued_at, job_id)`; the cursor is the last row's key (the job-status API's
+Newest first on `(queued_at, id)`; the cursor is the last row's key (the job-status API's
 own cursor format), so a page costs an index range scan however deep it is: migration
-`0013_console` gives each leading filter its index. A console restricted to some orgs adds
+`0013_console` gives each leading filter its index (ties broken by the run's 16-byte id since
+0021_run_index_ids; a cursor of the job id form is still read). A console restricted to some orgs adds
 `org_id = ANY(...)` to every read, and a run of another org is "no run".
 
 The search line (`q`, `query.py`) adds conditions on the payload and the error text, answered
@@ -22,7 +23,7 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from ..api.queries import decode_cursor, encode_cursor
+from ..api.queries import after, decode_cursor, encode_cursor
 from ..jobs.runs import RunView
 from ..jobs.statuses import RUN_STATUSES
 from ..observability.logging import redact
@@ -31,7 +32,7 @@ from . import query as syntax
 
 #: What a list shows of a run (payloads and results only on a run's page).
 LIST_COLUMNS = (
-    "job_id, org_id, job_name, queue, status, entity_type, entity_id, error_code, attempt,"
+    "id, job_id, org_id, job_name, queue, status, entity_type, entity_id, error_code, attempt,"
     " max_attempts, request_id, queued_at, started_at, finished_at, replay_count"
 )
 STATUSES = RUN_STATUSES
@@ -182,24 +183,23 @@ def page(
     limit: int = 50,
     cursor: str | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    if cursor:
-        try:
-            at, job_id = decode_cursor(cursor)
-        except ValueError as exc:
-            raise BadFilter(str(exc)) from exc
+    try:
+        start = after(decode_cursor(cursor)) if cursor else None
+    except ValueError as exc:
+        raise BadFilter(str(exc)) from exc
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         where, params = flt.where(orgs, _plan(conn, flt))
-        if cursor:
-            where.append("(queued_at, job_id) < (%s, %s)")
-            params.extend([at, job_id])
+        if start:
+            where.append(start[0])
+            params.extend(start[1])
         sql = (
             f"SELECT {LIST_COLUMNS} FROM job_runs WHERE {' AND '.join(where)}"
-            " ORDER BY queued_at DESC, job_id DESC LIMIT %s"
+            " ORDER BY queued_at DESC, id DESC LIMIT %s"
         )
         rows = cur.execute(sql, [*params, limit + 1]).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
-    nxt = encode_cursor(rows[-1]["queued_at"], rows[-1]["job_id"]) if more and rows else None
+    nxt = encode_cursor(rows[-1]["queued_at"], rows[-1]["id"]) if more and rows else None
     return rows, nxt
 
 
@@ -223,7 +223,7 @@ def matching_ids(
         where, params = flt.where(orgs, _plan(conn, flt))
         rows = conn.execute(
             f"SELECT job_id, org_id FROM job_runs WHERE {' AND '.join(where)}"
-            " ORDER BY queued_at, job_id LIMIT %s",
+            " ORDER BY queued_at, id LIMIT %s",
             [*params, limit],
         ).fetchall()
     return [(r[0], r[1]) for r in rows]
@@ -266,7 +266,7 @@ def facets(runtime: Runtime, *, error_codes: bool = False) -> dict[str, list[str
         with runtime.pool.connection() as conn:
             codes = conn.execute(
                 "SELECT DISTINCT error_code FROM (SELECT error_code FROM job_runs"
-                " WHERE status = 'DEAD' ORDER BY queued_at DESC, job_id DESC LIMIT 5000) AS d"
+                " WHERE status = 'DEAD' ORDER BY queued_at DESC, id DESC LIMIT 5000) AS d"
                 " WHERE error_code IS NOT NULL ORDER BY 1"
             ).fetchall()
     return {

@@ -97,12 +97,13 @@ class JobRun(Base):
         # serves goes (migration 0015_run_indexes; tests/integration/test_run_indexes.py).
         Index("ix_job_runs_org_status", "org_id", "status", "queued_at"),
         Index("ix_job_runs_status_queue", "status", "queue"),
-        # The operator console's pages: keyset pagination newest first on (queued_at, job_id),
-        # one index per leading filter (migration 0013_console).
-        Index("ix_job_runs_console_recent", text("queued_at DESC"), text("job_id DESC")),
-        Index("ix_job_runs_console_org", "org_id", text("queued_at DESC"), text("job_id DESC")),
-        Index("ix_job_runs_console_job", "job_name", text("queued_at DESC"), text("job_id DESC")),
-        Index("ix_job_runs_console_status", "status", text("queued_at DESC"), text("job_id DESC")),
+        # The operator console's pages: keyset pagination newest first on (queued_at, id),
+        # one index per leading filter (migration 0013_console; ties broken by the 16-byte id
+        # rather than the job id since 0021_run_index_ids).
+        Index("ix_job_runs_console_recent", text("queued_at DESC"), text("id DESC")),
+        Index("ix_job_runs_console_org", "org_id", text("queued_at DESC"), text("id DESC")),
+        Index("ix_job_runs_console_job", "job_name", text("queued_at DESC"), text("id DESC")),
+        Index("ix_job_runs_console_status", "status", text("queued_at DESC"), text("id DESC")),
         Index("ix_job_runs_console_entity", "entity_id"),
         Index(
             "ix_job_runs_console_request",
@@ -112,7 +113,7 @@ class JobRun(Base):
         Index(
             "ix_job_runs_console_dead",
             text("queued_at DESC"),
-            text("job_id DESC"),
+            text("id DESC"),
             postgresql_include=["error_code", "queue", "job_name", "org_id"],
             postgresql_where=text("status = 'DEAD'"),
         ),

@@ -167,7 +167,10 @@ def list_runs(
         if value is not None:
             where.append(f"{column} = %s")
             params.append(value)
-    sql = f"SELECT {COLUMNS} FROM job_runs WHERE {' AND '.join(where)} ORDER BY queued_at DESC LIMIT %s"
+    sql = (
+        f"SELECT {COLUMNS} FROM job_runs WHERE {' AND '.join(where)}"
+        " ORDER BY queued_at DESC, id DESC LIMIT %s"
+    )
     with runtime.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(sql, [*params, limit]).fetchall()
     return [RunView(**row) for row in rows]

@@ -14,6 +14,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from alembic import command
+
+from shared.config import Settings
+from shared.db.connect import connect_kwargs
+from shared.db.migrate import alembic_config, upgrade
+from tests.support.scratch_db import scratch_database
 
 #: Key columns (with their order), predicate and uniqueness of each index of job_runs.
 INDEXES = """
@@ -69,12 +75,12 @@ def test_the_runs_of_an_entity_are_found_by_index(db: psycopg.Connection[Any]) -
         queries = {
             "api page": (
                 "SELECT job_id FROM job_runs WHERE org_id = %s AND entity_type = %s"
-                " AND entity_id = %s ORDER BY queued_at DESC, job_id DESC LIMIT 51",
+                " AND entity_id = %s ORDER BY queued_at DESC, id DESC LIMIT 51",
                 (org, "invoice", "inv-42"),
             ),
             "runs.list_runs": (
                 "SELECT job_id FROM job_runs WHERE TRUE AND entity_id = %s"
-                " ORDER BY queued_at DESC LIMIT 50",
+                " ORDER BY queued_at DESC, id DESC LIMIT 50",
                 ("inv-42",),
             ),
         }
@@ -88,3 +94,58 @@ def test_the_runs_of_an_entity_are_found_by_index(db: psycopg.Connection[Any]) -
             assert len(found) == 4, (what, found)
     finally:
         db.execute("DROP TABLE pg_temp.job_runs")
+
+
+def _recent(conn: psycopg.Connection[Any]) -> tuple[int, str, bool]:
+    row = conn.execute(
+        "SELECT x.indexrelid::int, pg_get_indexdef(x.indexrelid), x.indisvalid FROM pg_index x"
+        " WHERE x.indexrelid = 'ix_job_runs_console_recent'::regclass"
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1], row[2]
+
+
+def test_a_keyset_index_built_by_hand_is_kept_and_a_partial_build_is_redone(
+    settings: Settings,
+) -> None:
+    """Migration 0021_run_index_ids's by-hand route on a live table: the new index built on
+    each partition `CONCURRENTLY`, attached, renamed; the migration then leaves it. One whose
+    partitions are not all indexed (invalid) is built again."""
+    with scratch_database(settings, "run_indexes") as scratch:
+        upgrade(scratch.url, "heads")
+        cfg = alembic_config(scratch.url)
+        command.downgrade(cfg, "0020_partitioned_runs")
+        with psycopg.connect(scratch.dsn, autocommit=True, **connect_kwargs(settings)) as conn:
+            conn.execute("CREATE INDEX recent_new ON ONLY job_runs (queued_at DESC, id DESC)")
+            parts = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+                    " WHERE i.inhparent = 'job_runs'::regclass ORDER BY 1"
+                )
+            ]
+            for part in parts:
+                conn.execute(
+                    f"CREATE INDEX CONCURRENTLY {part}_rn ON {part} (queued_at DESC, id DESC)"
+                )
+                conn.execute(f"ALTER INDEX recent_new ATTACH PARTITION {part}_rn")
+            conn.execute("DROP INDEX ix_job_runs_console_recent")
+            conn.execute("ALTER INDEX recent_new RENAME TO ix_job_runs_console_recent")
+            by_hand = _recent(conn)
+            assert by_hand[2] and "id DESC)" in by_hand[1] and "job_id" not in by_hand[1]
+
+            command.upgrade(cfg, "heads")
+            assert _recent(conn) == by_hand
+
+            # Half done: the parent index without its partitions' (invalid).
+            command.downgrade(cfg, "0020_partitioned_runs")
+            conn.execute("DROP INDEX ix_job_runs_console_recent")
+            conn.execute(
+                "CREATE INDEX ix_job_runs_console_recent ON ONLY job_runs (queued_at DESC, id DESC)"
+            )
+            half = _recent(conn)
+            assert not half[2]
+
+            command.upgrade(cfg, "heads")
+            redone = _recent(conn)
+            assert redone[0] != half[0] and redone[2] and "id DESC)" in redone[1]
