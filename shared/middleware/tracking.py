@@ -26,7 +26,7 @@ from dramatiq.middleware import Middleware, SkipMessage
 from dramatiq.middleware.middleware import MiddlewareError
 
 from ..broker import Delivery, dedup_key, delivery_of, failure_of, message_of
-from ..broker.starts import Kept, PriorStart, RunStarts, StartClaims
+from ..broker.starts import Kept, PriorStart, RunStarts
 from ..config import RetryPolicy, Settings
 from ..contracts.base import SYSTEM_ORG
 from ..errors import AlreadyDone, InvalidPayload, LeaseLost, PermanentError, RetryLater
@@ -86,7 +86,6 @@ class Tracking(Middleware):
         self._kept_changed = threading.Condition(threading.Lock())
         self._write_after_s = settings.tracking_start_write_after_ms / 1000
         self._starts: RunStarts | None = None
-        self._claims: StartClaims | None = None
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
         self._stop.clear()
@@ -339,15 +338,14 @@ class Tracking(Middleware):
             self._starts = RunStarts(broker.namespace)  # type: ignore[attr-defined]
         if not self._write_after_s:
             return _SEAL
-        if self._claims is None:
-            self._claims = StartClaims(
-                self._starts,
-                client,
-                lambda: self.writer.owner,
-                int(self.writer.lease_s * 1000),
-            )
         try:
-            claimed = self._claims.claim(info.job_id, info.message_id)
+            (claimed,) = self._starts.claim_many(
+                client,
+                [(info.job_id, info.message_id)],
+                self.writer.owner,
+                now_ms=int(time.time() * 1000),
+                lease_ms=int(self.writer.lease_s * 1000),
+            )
         except Exception as exc:
             log.warning("run.start_not_kept", job_id=info.job_id, error=str(exc)[:200])
             return _SEAL

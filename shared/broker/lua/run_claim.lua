@@ -1,8 +1,8 @@
--- Claim the starts of runs a worker process takes (shared/broker/starts.py, `StartClaims`): for
+-- Claim the starts of runs a worker takes (shared/broker/starts.py, `RunStarts.claim_many`): for
 -- each job id key that says "<message id>|fresh|<day>" (its QUEUED row inserted new, in that
 -- day's partition), the start is kept there, "<message id>|<owner>|<lease until ms>|<started
--- ms>|<day>" (lua/run_start.lua says what each value of the key means). Many runs in one
--- call: the process's worker threads' claims gathered, one Redis round trip for all of them.
+-- ms>|<day>" (lua/run_start.lua says what each value of the key means). Many runs in one call
+-- if need be (a worker thread claims its own run's, one key).
 -- KEYS the job id keys; ARGV[1] owner, ARGV[2] now (ms), ARGV[3] lease (ms), ARGV[4...] the
 -- message ids (in the order of KEYS).
 -- Returns, per key: "+<day>" when its start is now kept, 0 when there is no key, else its value.
