@@ -14,7 +14,7 @@ import random
 import socket
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -932,41 +932,22 @@ EXPECTED_FAILURES = (PermanentError, AlreadyDone, RetryLater, LeaseLost)
 _LEVELS = {"COMPLETED": 20, "FAILED": 30, "DEAD": 40, "CANCELED": 20, "QUEUED": 20}
 
 
+@dataclass(slots=True, eq=False)
 class _KeptStart:
     """A run started here whose start is kept in Redis (`Tracking._keep_start`). Its `state`:
     kept -> writing -> written (START_MANY, then renewed like any run) or lost (taken over);
     kept -> finishing (written with its outcome)."""
 
-    __slots__ = (
-        "broker",
-        "created_on",
-        "ctx",
-        "info",
-        "max_attempts",
-        "message",
-        "started_at",
-        "state",
-    )
-
-    def __init__(
-        self,
-        info: MessageInfo,
-        max_attempts: int,
-        message: Any,
-        started_at: float,
-        broker: Any,
-        created_on: str,
-    ) -> None:
-        self.broker = broker
-        #: The day of its run's row (`created_on`): its writes find it in that partition.
-        self.created_on = created_on
-        self.info = info
-        self.max_attempts = max_attempts
-        self.message = message
-        #: Epoch seconds.
-        self.started_at = started_at
-        self.ctx: JobContext | None = None
-        self.state = "kept"
+    info: MessageInfo
+    max_attempts: int
+    message: Any
+    #: Epoch seconds.
+    started_at: float
+    broker: Any
+    #: The day of its run's row (`created_on`): its writes find it in that partition.
+    created_on: str
+    ctx: JobContext | None = None
+    state: str = "kept"
 
     def row(self, writer: RunWriter) -> dict[str, Any]:
         """Its START row, carried by the outcome (`Finish.start`)."""
