@@ -14,6 +14,7 @@ import random
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -86,6 +87,7 @@ class Tracking(Middleware):
         self._kept_changed = threading.Condition(threading.Lock())
         self._write_after_s = settings.tracking_start_write_after_ms / 1000
         self._starts: RunStarts | None = None
+        self._sealer: ThreadPoolExecutor | None = None
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
         self._stop.clear()
@@ -209,7 +211,7 @@ class Tracking(Middleware):
                 if started is None or seal:
                     started = self.writer.start_run(info, policy.max_attempts)
                 if seal and isinstance(started, Started):
-                    self._seal(broker, info)
+                    self._seal_soon(broker, info)
             if isinstance(started, Blocked):
                 started = self._blocked(broker, message, state, info, policy, started)
         except RowRefused as exc:
@@ -367,6 +369,16 @@ class Tracking(Middleware):
                 self._starts.written(broker.client, info.job_id, info.message_id, self.writer.owner)
         except Exception as exc:
             log.warning("run.start_not_marked", job_id=info.job_id, error=str(exc)[:200])
+
+    def _seal_soon(self, broker: Any, info: MessageInfo) -> None:
+        """`_seal`, off the worker thread: the run is not held up by it (a delivery that
+        needs it, this message's next one, comes after a heartbeat timeout at the earliest;
+        one after a `RetryLater` finds the run QUEUED and may keep its start all the same)."""
+        if self._sealer is None:
+            with self._kept_changed:
+                if self._sealer is None:
+                    self._sealer = ThreadPoolExecutor(1, thread_name_prefix="jobfleet-seal")
+        self._sealer.submit(self._seal, broker, info)
 
     def _prior_start(
         self, info: MessageInfo, policy: RetryPolicy, prior: PriorStart
