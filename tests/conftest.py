@@ -70,11 +70,16 @@ def _clean(settings: Settings, dsn: str) -> None:
         client.delete(*keys)
     client.close()
     with psycopg.connect(dsn, autocommit=True) as conn:
+        # The tables that hold rows: a partitioned table (job_runs, job_executions) holds none
+        # of its own, its partitions do. A TRUNCATE of job_runs, which truncates every partition
+        # and index, cost ~45 ms; of the partition a test wrote to, ~9 ms.
         tables = [
             name
             for (name,) in conn.execute(
-                "SELECT quote_ident(tablename) FROM pg_tables "
-                "WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
+                "SELECT quote_ident(c.relname) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = 'public' AND c.relkind = 'r'"
+                " AND c.relname <> 'alembic_version'"
             )
         ]
         if not tables:
