@@ -12,10 +12,12 @@ import os
 import signal
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from shared import maintenance
 from shared.broker import dedup_key
 from shared.jobs import runs
 from tests.support.jobs import ECHO, HOLD
@@ -67,6 +69,18 @@ def _key(runtime, job_id: str) -> str:
     return value.decode() if value else ""
 
 
+def _settled(runtime, *sent: Any) -> None:
+    """The QUEUED rows of `sent` written and their keys marked fresh (just after the rows:
+    `RunWriter(on_fresh=)`), so that a worker started now keeps their starts."""
+    assert runtime.settle(5)
+    for s in sent:
+        wait_for(
+            lambda s=s: _key(runtime, s.job_id).startswith(f"{s.message_id}|fresh|"),
+            timeout=5,
+            what="the job id's key marked fresh",
+        )
+
+
 def _hold(org: uuid.UUID, seconds: float) -> dict[str, Any]:
     return {"org_id": str(org), "entity_id": str(uuid.uuid4()), "seconds": seconds}
 
@@ -76,7 +90,7 @@ def test_a_short_job_is_written_once_after_its_queued_row(
 ) -> None:
     org = uuid.uuid4()
     sent = ECHO.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": "once"})
-    assert runtime.settle(5)
+    _settled(runtime, sent)
     # Its row inserted new, in today's partition.
     run = runs.find(sent.job_id, org_id=org)
     assert run is not None and run.status == "QUEUED"
@@ -103,7 +117,7 @@ def test_a_kept_run_put_back_without_an_attempt_is_started_again_as_attempt_1(
     lease, then taken over as attempt 2, before the key said its start was written)."""
     org = uuid.uuid4()
     sent = ECHO.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": "later-once"})
-    assert runtime.settle(5)
+    _settled(runtime, sent)
     request.getfixturevalue("fleet")
 
     run = wait_run(sent.job_id, "COMPLETED", org_id=org, timeout=15)
@@ -119,7 +133,7 @@ def test_a_job_that_outlives_the_threshold_is_seen_running_while_it_runs(
     after_s = runtime.settings.tracking_start_write_after_ms / 1000
     org = uuid.uuid4()
     sent = HOLD.send(_hold(org, after_s + 4.0))
-    assert runtime.settle(5)
+    _settled(runtime, sent)
     request.getfixturevalue("fleet")
 
     # Written at most half a threshold after it (plus the write): seen well before it ends.
@@ -143,7 +157,7 @@ def test_a_cancel_while_a_kept_start_runs_is_a_cancel_request(
 ) -> None:
     org = uuid.uuid4()
     sent = HOLD.send(_hold(org, 0.8))  # shorter than the threshold: kept until it ends
-    assert runtime.settle(5)
+    _settled(runtime, sent)
     request.getfixturevalue("fleet")
     wait_for(lambda: "|fresh" not in _key(runtime, sent.job_id), what="the start kept")
     assert runs.find(sent.job_id, org_id=org).status == "QUEUED"  # what the store knows
@@ -160,7 +174,7 @@ def test_a_worker_that_dies_with_a_kept_start_leaves_it_on_the_record_as_an_atte
 ) -> None:
     org = uuid.uuid4()
     sent = HOLD.send(_hold(org, 2.0))
-    assert runtime.settle(5)
+    _settled(runtime, sent)
     first = procs.worker(threads=2, name="first")
     wait_for(lambda: f"hold start {sent.job_id}" in "\n".join(procs.mark_lines()), what="started")
     value = _key(runtime, sent.job_id)
@@ -189,7 +203,7 @@ def test_a_shutdown_writes_the_kept_starts_it_hands_back_not_an_attempt(
 ) -> None:
     org = uuid.uuid4()
     sent = [HOLD.send(_hold(org, 4.0)) for _ in range(4)]
-    assert runtime.settle(5)
+    _settled(runtime, *sent)
     first = procs.worker(
         threads=4,
         name="first",
@@ -214,3 +228,23 @@ def test_a_shutdown_writes_the_kept_starts_it_hands_back_not_an_attempt(
     for s in sent:
         done = wait_run(s.job_id, "COMPLETED", org_id=org, timeout=30)
         assert (done.attempt, done.executions) == (1, 2)  # handed back: not an attempt
+
+
+def test_a_run_sent_again_after_redis_lost_its_data_has_its_start_written_first(
+    runtime, writes, request: pytest.FixtureRequest
+) -> None:
+    """Its kept start, if any, went with the Redis data: the maintenance's recovery sends it
+    again (`recovered`), and its start is written before it runs, not kept."""
+    org = uuid.uuid4()
+    sent = ECHO.send({"org_id": str(org), "entity_id": str(uuid.uuid4()), "message": "lost"})
+    _settled(runtime, sent)
+    ns, client = runtime.settings.broker_namespace, runtime.broker.client
+    lost = [*client.scan_iter(f"{ns}:testq*"), dedup_key(ns, sent.job_id)]
+    client.delete(*lost)  # the message, its lane and its job id's key: Redis lost its data
+
+    recovered = maintenance.recover_lost(runtime, now=datetime.now(UTC), older_than_s=0)
+    assert sent.job_id in recovered
+    request.getfixturevalue("fleet")
+    run = wait_run(sent.job_id, "COMPLETED", org_id=org)
+    assert writes(sent.job_id) == ["QUEUED", "RUNNING", "COMPLETED"]
+    assert (run.attempt, run.executions) == (1, 1)
