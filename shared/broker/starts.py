@@ -22,16 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import redis
 
 from .gate import dedup_key
+from .scripts import source
 
-SCRIPT = resources.files(__package__).joinpath("lua/run_start.lua").read_text()
-CLAIM = resources.files(__package__).joinpath("lua/run_claim.lua").read_text()
-FRESH = resources.files(__package__).joinpath("lua/run_fresh.lua").read_text()
+SCRIPT = source("run_start.lua")
+CLAIM = source("run_claim.lua")
+FRESH = source("run_fresh.lua")
 
 
 @dataclass(frozen=True, slots=True)

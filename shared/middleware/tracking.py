@@ -515,13 +515,8 @@ class Tracking(Middleware):
         """Leave the process's gate (shared or solo) and the set of runs in flight."""
         state = delivery_of(message)
         ctx = state.ctx
-        if ctx is not None and self._kept:
-            with self._kept_changed:  # a kept start its outcome did not take (none recorded)
-                kept = self._kept.get(ctx.job_id)
-                while kept is not None and kept.ctx is ctx and kept.state == "writing":
-                    self._kept_changed.wait()
-                if kept is not None and kept.ctx is ctx and kept.state == "kept":
-                    del self._kept[ctx.job_id]
+        if ctx is not None:
+            self._take_kept(ctx.job_id, ctx)  # a kept start its outcome did not take: dropped
         if ctx is not None and self._running.get(ctx.job_id) is ctx:
             if state.durable is not None:
                 self._settling.add(ctx.job_id)  # renewed until `_PendingOutcome.wait` returns
